@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from webapp.config import ConfigError, database_from_url, redacted, secret_key
+
+
+def test_database_url_with_host_port_and_password() -> None:
+    db = database_from_url("postgres://parley:s3cret@db.internal:6543/app?sslmode=require")
+    assert (db["HOST"], db["PORT"], db["USER"], db["PASSWORD"], db["NAME"]) == (
+        "db.internal",
+        "6543",
+        "parley",
+        "s3cret",
+        "app",
+    )
+    assert db["OPTIONS"]["sslmode"] == "require"
+
+
+def test_database_url_with_percent_encoded_socket_folder() -> None:
+    db = database_from_url("postgres://postgres@%2Fwork%2Fvar%2Fpostgres/parley")
+    assert db["HOST"] == "/work/var/postgres"
+    assert db["NAME"] == "parley"
+
+
+def test_database_url_must_be_postgres() -> None:
+    with pytest.raises(ConfigError, match="postgres://"):
+        database_from_url("sqlite:///db.sqlite3")
+
+
+def test_redacted_hides_the_password() -> None:
+    assert redacted("postgres://u:hunter2@h/db") == "postgres://u:***@h/db"
+    assert "hunter2" not in redacted("redis://:hunter2@h:6379/0")
+
+
+def test_secret_key_is_required_outside_embedded_mode(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("DJANGO_SECRET_KEY", raising=False)
+    with pytest.raises(ConfigError, match="DJANGO_SECRET_KEY"):
+        secret_key(debug=False, embedded=False, var_dir=tmp_path)
+
+
+def test_embedded_secret_key_is_generated_once_and_kept(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("DJANGO_SECRET_KEY", raising=False)
+    first = secret_key(debug=False, embedded=True, var_dir=tmp_path)
+    assert len(first) >= 50
+    assert secret_key(debug=False, embedded=True, var_dir=tmp_path) == first
+    assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0

@@ -1,0 +1,76 @@
+"""The embedded PostgreSQL and Redis start, take connections, stop, and keep their data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psutil
+import psycopg
+import redis
+
+from webapp.config import database_from_url
+from webapp.infra.embedded import EmbeddedPostgres, EmbeddedRedis
+
+
+def _connect(url: str) -> psycopg.Connection:
+    db = database_from_url(url)
+    return psycopg.connect(host=db["HOST"], user=db["USER"], dbname=db["NAME"], autocommit=True)
+
+
+def _postgres_running_on(data_dir: Path) -> bool:
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        if proc.info["name"] == "postgres" and str(data_dir) in " ".join(
+            proc.info["cmdline"] or []
+        ):
+            return True
+    return False
+
+
+def test_embedded_postgres_keeps_a_row_across_a_restart(tmp_path: Path) -> None:
+    data_dir = tmp_path / "pg"
+    server = EmbeddedPostgres(data_dir)
+    url = server.start()
+    with _connect(url) as conn:
+        conn.execute("CREATE TABLE note (body text)")
+        conn.execute("INSERT INTO note VALUES ('written before the restart')")
+    server.stop()
+    assert not _postgres_running_on(data_dir.resolve())
+
+    again = EmbeddedPostgres(data_dir)
+    url = again.start()
+    try:
+        with _connect(url) as conn:
+            assert conn.execute("SELECT body FROM note").fetchall() == [
+                ("written before the restart",)
+            ]
+    finally:
+        again.stop()
+    assert not _postgres_running_on(data_dir.resolve())
+
+
+def test_embedded_redis_keeps_a_key_across_a_restart(tmp_path: Path) -> None:
+    server = EmbeddedRedis(tmp_path / "redis")
+    url = server.start()
+    client = redis.Redis.from_url(url)
+    client.set("parley:test", "kept")
+    client.rpush("parley:queue", "task-1", "task-2")
+    client.close()
+    server.stop()
+    assert not server.socket_path.exists() or not _answers(url)
+
+    again = EmbeddedRedis(tmp_path / "redis")
+    url = again.start()
+    try:
+        client = redis.Redis.from_url(url)
+        assert client.get("parley:test") == b"kept"
+        assert client.lrange("parley:queue", 0, -1) == [b"task-1", b"task-2"]
+        client.close()
+    finally:
+        again.stop()
+
+
+def _answers(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+    except redis.RedisError:
+        return False

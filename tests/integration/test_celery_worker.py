@@ -1,0 +1,58 @@
+"""A real Celery worker on the real broker answers the health task on both queues."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ROOT
+from trainer.tasks.health import ping
+
+pytestmark = pytest.mark.services
+
+
+@pytest.fixture(scope="module")
+def workers():
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "webapp",
+                "worker",
+                "-Q",
+                queue,
+                "-n",
+                f"test-{queue}@%h",
+                "--concurrency",
+                "1",
+                "--loglevel",
+                "WARNING",
+            ],
+            cwd=ROOT,
+            env=env,
+        )
+        for queue in ("judge", "train")
+    ]
+    yield procs
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.mark.parametrize("queue", ["judge", "train"])
+def test_the_health_task_runs_on_each_queue(workers, queue: str) -> None:
+    result = ping.apply_async(args=[f"hello {queue}"], queue=queue).get(timeout=120)
+    assert result["payload"] == f"hello {queue}"
+    assert result["queue"] == queue
+    assert result["worker"].startswith(f"test-{queue}@")

@@ -1,0 +1,5 @@
+"""Celery entry points: the one seam where trainer/ meets webapp/."""
+
+from trainer.tasks import health
+
+__all__ = ["health"]

@@ -1,0 +1,122 @@
+"""Reading configuration from the environment; no Django imports, so the launcher can use it.
+
+>>> database_from_url("postgres://u:p@db.example:5433/app")["HOST"]
+'db.example'
+>>> database_from_url("postgres://postgres@%2Ftmp%2Fpg/parley")["HOST"]
+'/tmp/pg'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+INFRA_FILE = Path("run") / "infra.json"
+
+
+class ConfigError(RuntimeError):
+    """A setting is missing or wrong; the message says which and what to do."""
+
+
+class EmbeddedInfraMissing(ConfigError):
+    """No DATABASE_URL/REDIS_URL and the launcher has not started the embedded services."""
+
+
+def env_str(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    try:
+        return int(value) if value else default
+    except ValueError as exc:
+        raise ConfigError(f"{name}={value!r} is not a whole number") from exc
+
+
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name, "")
+    try:
+        return float(value) if value else default
+    except ValueError as exc:
+        raise ConfigError(f"{name}={value!r} is not a number") from exc
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    value = os.environ.get(name, "")
+    return [item.strip() for item in value.split(",") if item.strip()] if value else default
+
+
+def secret_key(*, debug: bool, embedded: bool, var_dir: Path) -> str:
+    """The env's key; in embedded or debug mode a key generated once and kept in var/."""
+    key = os.environ.get("DJANGO_SECRET_KEY", "")
+    if key:
+        return key
+    if not (debug or embedded):
+        raise ConfigError(
+            "DJANGO_SECRET_KEY is required when DATABASE_URL/REDIS_URL are set; "
+            "generate one with: python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        )
+    path = var_dir / "secret_key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def infra_urls(*, var_dir: Path) -> tuple[str, str]:
+    """(database URL, redis URL): from the environment, else from the running launcher."""
+    database_url = os.environ.get("DATABASE_URL", "")
+    redis_url = os.environ.get("REDIS_URL", "")
+    if database_url and redis_url:
+        return database_url, redis_url
+    infra = var_dir / INFRA_FILE
+    if infra.exists():
+        started = json.loads(infra.read_text())
+        return database_url or started["database_url"], redis_url or started["redis_url"]
+    raise EmbeddedInfraMissing(
+        f"no DATABASE_URL/REDIS_URL set and no embedded services running ({infra} is missing); "
+        "start Parley with `make run`, or set DATABASE_URL and REDIS_URL"
+    )
+
+
+def database_from_url(url: str) -> dict[str, Any]:
+    """Django DATABASES entry for a postgres:// URL (a %2F-encoded host is a socket folder)."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"postgres", "postgresql", "pgsql"}:
+        raise ConfigError(f"DATABASE_URL must be a postgres:// URL, got scheme {parts.scheme!r}")
+    host = unquote(parts.hostname or "") if "%2f" not in parts.netloc.lower() else None
+    if host is None:
+        host = unquote(parts.netloc.rsplit("@", 1)[-1].rsplit(":", 1)[0])
+    options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parts.path.lstrip("/")) or "postgres",
+        "USER": unquote(parts.username or ""),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": host,
+        "PORT": str(parts.port or ""),
+        "CONN_MAX_AGE": 0,
+        "CONN_HEALTH_CHECKS": True,
+        "OPTIONS": {"connect_timeout": 5, **options},
+    }
+
+
+def redacted(url: str) -> str:
+    """The URL with any password replaced by ***, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password:
+        return url.replace(f":{parts.password}@", ":***@", 1)
+    return url

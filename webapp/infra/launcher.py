@@ -1,0 +1,214 @@
+"""The one long-lived launcher behind `make run` and `make test`.
+
+``python -m webapp.infra.launcher run``  prepares the model, starts the embedded PostgreSQL and
+Redis (unless DATABASE_URL / REDIS_URL are set), migrates, creates the admin on first start,
+runs the Procfile with honcho and prints the URL once web and serving answer. Ctrl-C stops it
+all, embedded databases included.
+
+``python -m webapp.infra.launcher exec -- CMD ...`` runs CMD with the same infrastructure up
+(this is how the test suite gets its PostgreSQL and Redis).
+
+Every failure the user can fix ends in one line on stderr that says what to do, and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from webapp.config import ConfigError, env_int, env_list, env_str, redacted
+from webapp.infra import checks
+from webapp.infra.embedded import (
+    EmbeddedPostgres,
+    EmbeddedRedis,
+    remove_infra_file,
+    write_infra_file,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+READY_TIMEOUT_S = 900
+
+
+def say(message: str) -> None:
+    print(f"parley | {message}", flush=True)
+
+
+class Stop(Exception):
+    """SIGTERM arrived: leave the same way Ctrl-C does."""
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    raise Stop
+
+
+def var_dir() -> Path:
+    return Path(env_str("PARLEY_VAR_DIR", str(ROOT / "var"))).resolve()
+
+
+@contextlib.contextmanager
+def infrastructure(var: Path) -> Iterator[dict[str, str]]:
+    """Environment for child processes, with PostgreSQL and Redis reachable through it."""
+    env = dict(os.environ)
+    database_url = env.get("DATABASE_URL", "")
+    redis_url = env.get("REDIS_URL", "")
+    postgres = EmbeddedPostgres(var / "postgres") if not database_url else None
+    redis = EmbeddedRedis(var / "redis") if not redis_url else None
+    try:
+        if postgres is not None:
+            started = time.monotonic()
+            database_url = postgres.start()
+            say(
+                f"embedded PostgreSQL up in {time.monotonic() - started:.1f} s ({var / 'postgres'})"
+            )
+        else:
+            checks.database_reachable(database_url)
+            say(f"using DATABASE_URL={redacted(database_url)}")
+        if redis is not None:
+            started = time.monotonic()
+            redis_url = redis.start()
+            say(f"embedded Redis up in {time.monotonic() - started:.1f} s ({redis.socket_path})")
+        else:
+            checks.redis_reachable(redis_url)
+            say(f"using REDIS_URL={redacted(redis_url)}")
+        write_infra_file(var, database_url=database_url, redis_url=redis_url)
+        env.update(DATABASE_URL=database_url, REDIS_URL=redis_url, PARLEY_VAR_DIR=str(var))
+        if postgres is not None or redis is not None:
+            env["PARLEY_EMBEDDED"] = "1"
+        yield env
+    finally:
+        remove_infra_file(var)
+        if redis is not None:
+            redis.stop()
+        if postgres is not None:
+            postgres.stop()
+            say("embedded PostgreSQL and Redis stopped")
+
+
+def manage(env: dict[str, str], *args: str) -> None:
+    result = subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], env=env, cwd=ROOT)
+    if result.returncode != 0:
+        raise SystemExit(result.returncode)
+
+
+def run() -> int:
+    host = env_str("PARLEY_HOST", "127.0.0.1")
+    port = env_int("PARLEY_PORT", 8000)
+    serve = env_str("PARLEY_SERVE", "1") != "0"
+    checks.port_free(host, port, "PARLEY_PORT")
+    if serve:
+        checks.port_free(env_str("VLLM_HOST", "127.0.0.1"), env_int("VLLM_PORT", 8001), "VLLM_PORT")
+    manage(dict(os.environ), "prepare_model")
+    var = var_dir()
+    with infrastructure(var) as env:
+        manage(env, "migrate", "--noinput", "-v", "0")
+        manage(env, "ensure_admin")
+        manage(env, "collectstatic", "--noinput", "-v", "0")
+        env.update(PYTHONUNBUFFERED="1", PARLEY_HOST=host, PARLEY_PORT=str(port))
+        # The Procfile says `python`: make that this interpreter (the project's .venv).
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+        procfile = ROOT / ("Procfile" if serve else "Procfile.noserve")
+        honcho = subprocess.Popen(
+            [sys.executable, "-m", "honcho", "start", "-f", str(procfile), "-d", str(ROOT)],
+            env=env,
+            cwd=ROOT,
+        )
+        try:
+            _wait_until_ready(honcho, host=host, port=port, serve=serve)
+            return honcho.wait()
+        except (KeyboardInterrupt, Stop):
+            say("stopping (Ctrl-C)")
+            with contextlib.suppress(ProcessLookupError):
+                honcho.send_signal(signal.SIGTERM)
+            try:
+                honcho.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                honcho.kill()
+            return 0
+
+
+def _wait_until_ready(
+    honcho: subprocess.Popen[bytes], *, host: str, port: int, serve: bool
+) -> None:
+    import httpx
+
+    web_url = f"http://{host}:{port}/"
+    targets = {"web": f"{web_url}healthz"}
+    if serve:
+        for index, base in enumerate(
+            env_list(
+                "VLLM_BASE_URLS",
+                [f"http://{env_str('VLLM_HOST', '127.0.0.1')}:{env_int('VLLM_PORT', 8001)}/v1"],
+            )
+        ):
+            targets[f"serve{index or ''}"] = base.rsplit("/v1", 1)[0] + "/health"
+    started = time.monotonic()
+    last_report = started
+    pending = dict(targets)
+    while pending:
+        if honcho.poll() is not None:
+            raise SystemExit(honcho.returncode or 1)
+        for name, url in list(pending.items()):
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(url, timeout=2).status_code == 200:
+                    say(f"{name} ready after {time.monotonic() - started:.0f} s")
+                    del pending[name]
+        now = time.monotonic()
+        if pending and now - last_report >= 10:
+            last_report = now
+            waiting = ", ".join(pending)
+            hint = (
+                " (vLLM loads and warms up the model: about 2-3 minutes on 2 CPU cores)"
+                if any(n.startswith("serve") for n in pending)
+                else ""
+            )
+            say(f"waiting for {waiting}: {now - started:.0f} s{hint}")
+        if now - started > READY_TIMEOUT_S:
+            say(f"still not ready after {READY_TIMEOUT_S} s: {', '.join(pending)}; see the log")
+            return
+        time.sleep(1)
+    say("=" * 60)
+    say(f"Parley is ready at {web_url}")
+    say(f"admin: {web_url}admin/  (account printed above on first start; see var/admin.txt)")
+    say("stop with Ctrl-C")
+    say("=" * 60)
+
+
+def exec_with_infra(command: list[str]) -> int:
+    if not command:
+        raise ConfigError("exec needs a command: python -m webapp.infra.launcher exec -- CMD")
+    with infrastructure(var_dir()) as env:
+        child = subprocess.Popen(command, env=env, cwd=ROOT)
+        try:
+            return child.wait()
+        except (KeyboardInterrupt, Stop):
+            child.send_signal(signal.SIGINT)
+            return child.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m webapp.infra.launcher")
+    sub = parser.add_subparsers(dest="action", required=True)
+    sub.add_parser("run", help="run the whole system (make run)")
+    exec_parser = sub.add_parser("exec", help="run a command with PostgreSQL and Redis up")
+    exec_parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _raise_stop)
+    try:
+        if args.action == "run":
+            return run()
+        command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        return exec_with_infra(command)
+    except (ConfigError, checks.SetupError) as exc:
+        print(f"parley: error: {exc}", file=sys.stderr, flush=True)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

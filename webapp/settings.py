@@ -1,0 +1,155 @@
+"""Parley settings: everything comes from the environment, with safe defaults.
+
+Embedded mode (no ``DATABASE_URL`` / ``REDIS_URL``): the launcher starts PostgreSQL and Redis
+under ``var/`` and writes their addresses to ``var/run/infra.json``; any process started later
+(a worker, ``manage.py shell``) finds them there. The README's configuration table lists every
+variable read here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from webapp.config import (
+    EmbeddedInfraMissing,
+    database_from_url,
+    env_bool,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+    infra_urls,
+    secret_key,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("PARLEY_VAR_DIR", str(BASE_DIR / "var"))).resolve()
+MODELS_DIR = Path(env_str("PARLEY_MODELS_DIR", str(VAR_DIR / "models"))).resolve()
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
+# The launcher sets PARLEY_EMBEDDED=1 for its children when it started PostgreSQL or Redis itself.
+EMBEDDED = env_bool(
+    "PARLEY_EMBEDDED", not env_str("DATABASE_URL", "") or not env_str("REDIS_URL", "")
+)
+SECRET_KEY = secret_key(debug=DEBUG, embedded=EMBEDDED, var_dir=VAR_DIR)
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "webapp.core",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "webapp.urls"
+ASGI_APPLICATION = "webapp.asgi.application"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Infrastructure -------------------------------------------------------------------------
+try:
+    DATABASE_URL, REDIS_URL = infra_urls(var_dir=VAR_DIR)
+except EmbeddedInfraMissing:
+    # Commands that need no database (prepare_model, check) still work before the launcher
+    # has started anything; the first query then fails with a clear connection error.
+    DATABASE_URL, REDIS_URL = "postgres://parley@127.0.0.1:1/parley-not-started", ""
+
+DATABASES = {"default": database_from_url(DATABASE_URL)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CHANNEL_LAYERS = (
+    {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+    if REDIS_URL
+    else {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+)
+
+# --- Celery ---------------------------------------------------------------------------------
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "") or (
+    REDIS_URL.replace("unix://", "redis+socket://", 1) if REDIS_URL else ""
+)
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", "") or CELERY_BROKER_URL
+
+# --- Serving and model ----------------------------------------------------------------------
+PARLEY_HOST = env_str("PARLEY_HOST", "127.0.0.1")
+PARLEY_PORT = env_int("PARLEY_PORT", 8000)
+PARLEY_BASE_MODEL = env_str("PARLEY_BASE_MODEL", "")
+BASE_MODEL_DIR = (
+    Path(PARLEY_BASE_MODEL).expanduser().resolve()
+    if PARLEY_BASE_MODEL
+    else MODELS_DIR / "SmolLM2-135M-Instruct"
+)
+PARLEY_MODEL_ID = env_str("PARLEY_MODEL_ID", "parley")
+VLLM_HOST = env_str("VLLM_HOST", "127.0.0.1")
+VLLM_PORT = env_int("VLLM_PORT", 8001)
+VLLM_BASE_URLS = env_list("VLLM_BASE_URLS", [f"http://{VLLM_HOST}:{VLLM_PORT}/v1"])
+VLLM_DTYPE = env_str("VLLM_DTYPE", "float32")
+VLLM_MAX_MODEL_LEN = env_int("VLLM_MAX_MODEL_LEN", 2048)
+VLLM_MAX_LORA_RANK = env_int("VLLM_MAX_LORA_RANK", 16)
+VLLM_CPU_KVCACHE_SPACE = env_int("VLLM_CPU_KVCACHE_SPACE", 2)
+VLLM_GPU_MEMORY_UTILIZATION = env_float("VLLM_GPU_MEMORY_UTILIZATION", 0.85)
+VLLM_EXTRA_ARGS = env_str("VLLM_EXTRA_ARGS", "")
+ADAPTERS_DIR = Path(env_str("PARLEY_ADAPTERS_DIR", str(VAR_DIR / "adapters"))).resolve()
+
+# --- Web ------------------------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+WHITENOISE_USE_FINDERS = True
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "home"
+
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", not DEBUG and not EMBEDDED)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("PARLEY_LOG_LEVEL", "INFO")},
+    "loggers": {"httpx": {"level": "WARNING"}},
+}
