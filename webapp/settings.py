@@ -46,6 +46,9 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "webapp.core",
+    "webapp.chat",
+    "webapp.api",
+    "webapp.learning",
 ]
 
 MIDDLEWARE = [
@@ -115,6 +118,20 @@ BASE_MODEL_DIR = (
     else MODELS_DIR / "SmolLM2-135M-Instruct"
 )
 PARLEY_MODEL_ID = env_str("PARLEY_MODEL_ID", "parley")
+# Sampling defaults for the web chat (API clients send their own).
+CHAT_MAX_TOKENS = env_int("PARLEY_CHAT_MAX_TOKENS", 512)
+CHAT_TEMPERATURE = env_float("PARLEY_CHAT_TEMPERATURE", 0.7)
+# Open sign-up: on in embedded mode (one person, one machine), off in production where
+# admins invite users.
+SIGNUP_OPEN = env_bool("PARLEY_SIGNUP_OPEN", EMBEDDED)
+FEEDBACK_TAGS_DOWN = env_list(
+    "PARLEY_FEEDBACK_TAGS_DOWN",
+    ["not correct", "didn't follow my instructions", "too long", "too short", "wrong style",
+     "refused for no reason"],
+)
+FEEDBACK_TAGS_UP = env_list(
+    "PARLEY_FEEDBACK_TAGS_UP", ["accurate", "followed instructions", "well written"]
+)
 VLLM_HOST = env_str("VLLM_HOST", "127.0.0.1")
 VLLM_PORT = env_int("VLLM_PORT", 8001)
 VLLM_BASE_URLS = env_list("VLLM_BASE_URLS", [f"http://{VLLM_HOST}:{VLLM_PORT}/v1"])

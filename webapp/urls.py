@@ -1,15 +1,15 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from webapp.core import views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/", include("webapp.core.account_urls")),
+    path("chat/", include("webapp.chat.urls")),
+    path("v1/", include("webapp.api.urls")),
     path("admin/", admin.site.urls),
 ]

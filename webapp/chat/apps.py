@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class ChatConfig(AppConfig):
+    name = "webapp.chat"
+    label = "chat"
+    verbose_name = "Chat"

@@ -1,0 +1,92 @@
+"""Reads of conversations and messages, always scoped to their owner (others get a 404)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import Http404
+
+from webapp.chat.models import Conversation, Feedback, Message
+
+
+def conversation_list_for_user(*, user: Any, query: str = "") -> QuerySet[Conversation]:
+    conversations = Conversation.objects.filter(owner=user)
+    if query.strip():
+        conversations = conversations.filter(title__icontains=query.strip())
+    return conversations
+
+
+def conversation_get_for_user(*, user: Any, pk: int) -> Conversation:
+    try:
+        return Conversation.objects.get(pk=pk, owner=user)
+    except Conversation.DoesNotExist as exc:
+        raise Http404("No such conversation") from exc
+
+
+def message_get_for_user(*, user: Any, pk: int) -> Message:
+    try:
+        return Message.objects.select_related("conversation", "policy_version").get(
+            pk=pk, conversation__owner=user
+        )
+    except Message.DoesNotExist as exc:
+        raise Http404("No such message") from exc
+
+
+@dataclass(frozen=True)
+class TranscriptEntry:
+    message: Message
+    sibling_index: int  # 1-based position among the answers to the same prompt
+    sibling_count: int
+    previous_sibling: int | None
+    next_sibling: int | None
+    feedback: Feedback | None
+
+
+def transcript(*, conversation: Conversation, viewer: Any = None) -> list[TranscriptEntry]:
+    """The selected path through the conversation tree, with sibling navigation and feedback."""
+    messages = list(conversation.messages.select_related("policy_version").order_by("created_at", "id"))
+    children: dict[int | None, list[Message]] = {}
+    for message in messages:
+        children.setdefault(message.parent_id, []).append(message)
+    feedback: dict[int, Feedback] = {}
+    if viewer is not None:
+        feedback = {
+            item.message_id: item
+            for item in Feedback.objects.filter(message__conversation=conversation, author=viewer)
+        }
+    entries: list[TranscriptEntry] = []
+    parent_id: int | None = None
+    while parent_id in children:
+        siblings = children[parent_id]
+        chosen = next((m for m in reversed(siblings) if m.selected), siblings[-1])
+        position = siblings.index(chosen)
+        entries.append(
+            TranscriptEntry(
+                message=chosen,
+                sibling_index=position + 1,
+                sibling_count=len(siblings),
+                previous_sibling=siblings[position - 1].pk if position > 0 else None,
+                next_sibling=siblings[position + 1].pk if position + 1 < len(siblings) else None,
+                feedback=feedback.get(chosen.pk),
+            )
+        )
+        parent_id = chosen.pk
+    return entries
+
+
+def transcript_tail(*, conversation: Conversation) -> Message | None:
+    entries = transcript(conversation=conversation)
+    return entries[-1].message if entries else None
+
+
+def prompt_path(*, message: Message) -> list[Message]:
+    """The messages from the start of the conversation up to and including ``message``."""
+    path: list[Message] = []
+    by_id = {m.pk: m for m in message.conversation.messages.all()}
+    current: Message | None = by_id.get(message.pk, message)
+    while current is not None:
+        path.append(current)
+        current = by_id.get(current.parent_id) if current.parent_id else None
+    return list(reversed(path))

@@ -1,0 +1,248 @@
+"""The only writers of conversations, messages and feedback.
+
+Views, websocket consumers, the ``/v1`` API, admin actions and Celery tasks all call these.
+Keyword-only arguments; each write is one transaction; later learning-loop work hooks in here
+(feedback and next states queue judging once the transaction commits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from webapp.chat.models import Conversation, Feedback, Message
+from webapp.inference import ChoiceResult
+from webapp.learning.models import PolicyVersion
+
+TITLE_LENGTH = 60
+
+
+class FeedbackInvalid(ValueError):
+    """Feedback that cannot be stored as given; str() says why."""
+
+
+def conversation_create(
+    *,
+    owner: Any,
+    title: str = "",
+    source: str = Conversation.Source.WEB,
+    external_session_id: str = "",
+    api_key: Any = None,
+) -> Conversation:
+    return Conversation.objects.create(
+        owner=owner,
+        title=title.strip()[:200],
+        source=source,
+        external_session_id=external_session_id[:200],
+        api_key=api_key,
+    )
+
+
+def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
+    conversation.title = title.strip()[:200]
+    conversation.save(update_fields=["title"])
+    return conversation
+
+
+def conversation_set_train_consent(*, conversation: Conversation, consent: bool) -> Conversation:
+    conversation.train_consent = consent
+    conversation.save(update_fields=["train_consent"])
+    return conversation
+
+
+def conversation_close(*, conversation: Conversation) -> Conversation:
+    if conversation.closed_at is None:
+        conversation.closed_at = timezone.now()
+        conversation.save(update_fields=["closed_at"])
+    return conversation
+
+
+def conversation_delete(*, conversation: Conversation) -> None:
+    conversation.delete()
+
+
+def _touch(conversation: Conversation) -> None:
+    Conversation.objects.filter(pk=conversation.pk).update(last_activity_at=timezone.now())
+
+
+def _next_turn_index(conversation: Conversation) -> int:
+    last = conversation.messages.aggregate(last=Max("turn_index"))["last"]
+    return 0 if last is None else last + 1
+
+
+@transaction.atomic
+def message_append(
+    *,
+    conversation: Conversation,
+    role: str,
+    content: str,
+    parent: Message | None = None,
+    turn_type: str = Message.TurnType.MAIN,
+    tool_calls: list[dict[str, Any]] | None = None,
+    tool_call_id: str = "",
+    name: str = "",
+) -> Message:
+    """Append a user, system or tool message after ``parent`` (the end of the transcript)."""
+    if parent is not None:
+        Message.objects.filter(parent=parent).update(selected=False)
+    message = Message.objects.create(
+        conversation=conversation,
+        parent=parent,
+        role=role,
+        content=content,
+        tool_calls=tool_calls or None,
+        tool_call_id=tool_call_id,
+        name=name,
+        turn_type=turn_type,
+        turn_index=_next_turn_index(conversation),
+        completed_at=timezone.now(),
+    )
+    if not conversation.title and role == Message.Role.USER and content.strip():
+        title = " ".join(content.split())
+        conversation.title = title if len(title) <= TITLE_LENGTH else title[: TITLE_LENGTH - 1] + "…"
+        conversation.save(update_fields=["title"])
+    _touch(conversation)
+    return message
+
+
+@transaction.atomic
+def assistant_message_start(
+    *,
+    conversation: Conversation,
+    parent: Message,
+    policy_version: PolicyVersion | None,
+    served_model: str,
+    sampling_params: dict[str, Any],
+    turn_type: str = Message.TurnType.MAIN,
+) -> Message:
+    """A placeholder for an answer being generated; siblings at the same fork are deselected."""
+    Message.objects.filter(parent=parent).update(selected=False)
+    message = Message.objects.create(
+        conversation=conversation,
+        parent=parent,
+        role=Message.Role.ASSISTANT,
+        status=Message.Status.STREAMING,
+        policy_version=policy_version,
+        served_model=served_model,
+        sampling_params=sampling_params,
+        turn_type=turn_type,
+        turn_index=parent.turn_index + 1,
+    )
+    _touch(conversation)
+    return message
+
+
+def assistant_message_finish(
+    *,
+    message: Message,
+    result: ChoiceResult,
+    prompt_token_ids: list[int] | None,
+    usage: dict[str, Any] | None,
+    completion_id: str | None = None,
+    status: str = Message.Status.COMPLETE,
+    error: str = "",
+) -> Message:
+    """Record what was generated, exactly as sampled (token ids and log-probs included)."""
+    message.content = result.content
+    message.reasoning = result.reasoning
+    message.tool_calls = result.tool_calls or None
+    message.token_ids = result.token_ids or None
+    message.token_logprobs = result.token_logprobs or None
+    message.prompt_token_ids = prompt_token_ids
+    message.finish_reason = result.finish_reason or ("stop" if status == "stopped" else "")
+    message.usage = usage
+    message.completion_id = completion_id or message.completion_id
+    message.status = status
+    message.error = error
+    message.completed_at = timezone.now()
+    message.save(
+        update_fields=[
+            "content", "reasoning", "tool_calls", "token_ids", "token_logprobs",
+            "prompt_token_ids", "finish_reason", "usage", "completion_id", "status", "error",
+            "completed_at",
+        ]
+    )
+    return message
+
+
+@transaction.atomic
+def message_select(*, message: Message) -> Message:
+    """Show ``message`` at its fork of the transcript (sibling navigation)."""
+    Message.objects.filter(conversation=message.conversation_id, parent=message.parent_id).exclude(
+        pk=message.pk
+    ).update(selected=False)
+    Message.objects.filter(pk=message.pk).update(selected=True)
+    message.selected = True
+    return message
+
+
+def message_link_next_state(*, turns: Iterable[Message], next_state: Message) -> None:
+    """Record that ``next_state`` is what followed each of ``turns`` in the session."""
+    ids = [turn.pk for turn in turns]
+    Message.objects.filter(pk__in=ids, next_state__isnull=True).update(next_state=next_state)
+
+
+def _clean_tags(tags: Iterable[str], allowed: Iterable[str]) -> list[str]:
+    allowed_set = set(allowed)
+    cleaned: list[str] = []
+    for tag in tags:
+        if tag not in allowed_set:
+            raise FeedbackInvalid(f"unknown reason tag {tag!r}")
+        if tag not in cleaned:
+            cleaned.append(tag)
+    return cleaned
+
+
+MAX_FEEDBACK_TEXT = 20_000
+
+
+@transaction.atomic
+def feedback_set(
+    *,
+    message: Message,
+    author: Any,
+    rating: int | None = None,
+    tags: Iterable[str] | None = None,
+    comment: str | None = None,
+    correction: str | None = None,
+    allowed_tags: Iterable[str] = (),
+) -> Feedback:
+    """Create or change ``author``'s feedback on an answer; ``None`` leaves a field as it is.
+
+    Rating 0 withdraws the thumb. Every earlier state is kept in ``history``.
+    """
+    if message.role != Message.Role.ASSISTANT:
+        raise FeedbackInvalid("feedback can only be given on assistant answers")
+    if rating is not None and rating not in (-1, 0, 1):
+        raise FeedbackInvalid("rating must be 1, -1 or 0")
+    for label, text in (("comment", comment), ("correction", correction)):
+        if text is not None and len(text) > MAX_FEEDBACK_TEXT:
+            raise FeedbackInvalid(f"{label} is longer than {MAX_FEEDBACK_TEXT} characters")
+    feedback, created = Feedback.objects.select_for_update().get_or_create(
+        message=message, author=author
+    )
+    if not created:
+        feedback.history = [
+            *feedback.history,
+            {
+                "rating": feedback.rating,
+                "tags": feedback.tags,
+                "comment": feedback.comment,
+                "correction": feedback.correction,
+                "at": feedback.updated_at.isoformat(),
+            },
+        ]
+    if rating is not None:
+        feedback.rating = rating
+    if tags is not None:
+        feedback.tags = _clean_tags(tags, allowed_tags)
+    if comment is not None:
+        feedback.comment = comment.strip()
+    if correction is not None:
+        feedback.correction = correction.strip()
+    feedback.save()
+    return feedback

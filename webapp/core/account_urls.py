@@ -1,0 +1,9 @@
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+urlpatterns = [
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+]

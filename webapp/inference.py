@@ -1,0 +1,194 @@
+"""The one async client for the vLLM servers: streaming chat, token ids and log-probs.
+
+``stream_chat`` yields vLLM's chunks as they arrive (nothing is buffered), and
+``CompletionAccumulator`` folds them into what Parley records: text, reasoning, tool calls,
+the sampled token ids and their log-probs, finish reason and usage. The web chat and the
+``/v1`` API are two front doors on this same generator. Closing the generator closes the HTTP
+stream, which makes vLLM abort the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from django.conf import settings
+
+CONNECT_TIMEOUT_S = 3.0
+READ_TIMEOUT_S = 300.0
+
+
+class ServingUnavailable(Exception):
+    """No serving worker answered: the model server is down or restarting."""
+
+
+class ServingError(Exception):
+    """The model server refused the request (a 4xx); ``message`` is vLLM's explanation."""
+
+    def __init__(self, status: int, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.param = param
+
+
+_clients: dict[int, httpx.AsyncClient] = {}
+_replicas: Iterator[str] | None = None
+
+
+def _client() -> httpx.AsyncClient:
+    """One pooled client per event loop (daphne runs one loop; tests may run several)."""
+    loop = asyncio.get_running_loop()
+    client = _clients.get(id(loop))
+    if client is None or client.is_closed:
+        client = httpx.AsyncClient(
+            timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
+            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+        )
+        _clients[id(loop)] = client
+    return client
+
+
+def next_replica() -> str:
+    """Round-robin over the serving replicas (VLLM_BASE_URLS)."""
+    global _replicas
+    if _replicas is None:
+        _replicas = itertools.cycle(settings.VLLM_BASE_URLS)
+    return next(_replicas)
+
+
+async def stream_chat(
+    messages: list[dict[str, Any]],
+    *,
+    model: str,
+    params: dict[str, Any] | None = None,
+    base_url: str | None = None,
+) -> AsyncIterator[dict[str, Any]]:
+    """Stream a chat completion from vLLM, yielding each chunk (a dict) as it arrives.
+
+    Always asks for the sampled token ids and their log-probs, which training needs.
+    """
+    body = {
+        **(params or {}),
+        "model": model,
+        "messages": messages,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": False},
+        "logprobs": True,
+        "return_token_ids": True,
+    }
+    url = (base_url or next_replica()).rstrip("/") + "/chat/completions"
+    try:
+        async with _client().stream("POST", url, json=body) as response:
+            if response.status_code >= 400:
+                raise _serving_error(response.status_code, await response.aread())
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    return
+                chunk = json.loads(data)
+                if "error" in chunk:
+                    error = chunk["error"]
+                    raise ServingError(int(error.get("code") or 500), str(error.get("message")))
+                yield chunk
+    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
+        raise ServingUnavailable(f"the model server at {url} is not answering") from exc
+
+
+def _serving_error(status: int, raw: bytes) -> Exception:
+    if status >= 500:
+        return ServingUnavailable(f"the model server failed ({status})")
+    try:
+        error = json.loads(raw).get("error", {})
+        message = error.get("message") if isinstance(error, dict) else str(error)
+        param = error.get("param") if isinstance(error, dict) else None
+    except (ValueError, AttributeError):
+        message, param = raw.decode("utf-8", "replace")[:500], None
+    return ServingError(status, message or f"the model server refused the request ({status})", param)
+
+
+async def serving_models(base_url: str | None = None) -> list[str]:
+    response = await _client().get((base_url or next_replica()).rstrip("/") + "/models", timeout=5)
+    response.raise_for_status()
+    return [entry["id"] for entry in response.json()["data"]]
+
+
+@dataclass
+class ChoiceResult:
+    """One choice of a completion, folded from its stream of deltas."""
+
+    index: int = 0
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    token_ids: list[int] = field(default_factory=list)
+    token_logprobs: list[float] = field(default_factory=list)
+    finish_reason: str | None = None
+
+    def message(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": self.content or None}
+        if self.reasoning:
+            message["reasoning_content"] = self.reasoning
+        if self.tool_calls:
+            message["tool_calls"] = self.tool_calls
+        elif message["content"] is None:
+            message["content"] = ""
+        return message
+
+
+@dataclass
+class CompletionAccumulator:
+    """Folds streamed chunks into per-choice results, token ids and usage."""
+
+    id: str = ""
+    created: int = 0
+    prompt_token_ids: list[int] | None = None
+    usage: dict[str, Any] | None = None
+    choices: dict[int, ChoiceResult] = field(default_factory=dict)
+
+    def add(self, chunk: dict[str, Any]) -> None:
+        self.id = self.id or chunk.get("id", "")
+        self.created = self.created or int(chunk.get("created") or 0)
+        if chunk.get("prompt_token_ids") and self.prompt_token_ids is None:
+            self.prompt_token_ids = list(chunk["prompt_token_ids"])
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        for raw in chunk.get("choices") or []:
+            choice = self.choices.setdefault(raw["index"], ChoiceResult(index=raw["index"]))
+            delta = raw.get("delta") or {}
+            choice.content += delta.get("content") or ""
+            choice.reasoning += delta.get("reasoning_content") or delta.get("reasoning") or ""
+            for call in delta.get("tool_calls") or []:
+                _merge_tool_call(choice.tool_calls, call)
+            if raw.get("token_ids"):
+                choice.token_ids.extend(raw["token_ids"])
+            for item in (raw.get("logprobs") or {}).get("content") or []:
+                choice.token_logprobs.append(float(item["logprob"]))
+            if raw.get("finish_reason"):
+                choice.finish_reason = raw["finish_reason"]
+
+    def choice(self, index: int = 0) -> ChoiceResult:
+        return self.choices.setdefault(index, ChoiceResult(index=index))
+
+
+def _merge_tool_call(calls: list[dict[str, Any]], delta: dict[str, Any]) -> None:
+    index = delta.get("index", len(calls))
+    while len(calls) <= index:
+        calls.append({"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+    call = calls[index]
+    if delta.get("id"):
+        call["id"] = delta["id"]
+    if delta.get("type"):
+        call["type"] = delta["type"]
+    function = delta.get("function") or {}
+    if function.get("name"):
+        call["function"]["name"] += function["name"]
+    if function.get("arguments"):
+        call["function"]["arguments"] += function["arguments"]
