@@ -16,14 +16,49 @@ class Stack:
     web_url: str
     vllm_url: str
     admin_line: str
+    var_dir: Path | None = None
+
+    def manage(self, *args: str) -> str:
+        """Run a manage.py command against the stack's own database; returns its stdout."""
+        import subprocess
+        import sys
+
+        from tests.helpers import ROOT
+
+        env = dict(self.launcher.env)
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    def sql(self, query: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        """Rows from the stack's own PostgreSQL (the test database is a different one)."""
+        import json
+
+        import psycopg
+
+        from webapp.config import database_from_url
+
+        assert self.var_dir is not None
+        url = json.loads((self.var_dir / "run" / "infra.json").read_text())["database_url"]
+        db = database_from_url(url)
+        with psycopg.connect(host=db["HOST"], user=db["USER"], dbname=db["NAME"]) as conn:
+            return conn.execute(query, params).fetchall()
 
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """The whole system started the way `make run` starts it, on free ports, once per session."""
     web_port, vllm_port = free_port(), free_port()
+    var_dir = tmp_path_factory.mktemp("stack-var")
     env = clean_env(
-        PARLEY_VAR_DIR=str(tmp_path_factory.mktemp("stack-var")),
+        PARLEY_VAR_DIR=str(var_dir),
         PARLEY_PORT=str(web_port),
         VLLM_PORT=str(vllm_port),
     )
@@ -40,12 +75,21 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             web_url=f"http://127.0.0.1:{web_port}",
             vllm_url=f"http://127.0.0.1:{vllm_port}/v1",
             admin_line=admin_line,
+            var_dir=var_dir,
         )
     finally:
         try:
             launcher.interrupt()
         finally:
             launcher.kill()
+
+
+@pytest.fixture(scope="session")
+def stack_api_key(stack: Stack) -> str:
+    """A user ``alice`` on the running stack, and an API key of hers."""
+    return stack.manage(
+        "create_api_key", "--user", "alice", "--name", "tests", "--create-user"
+    ).strip()
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,27 @@ app.conf.update(
     accept_content=["json"],
     result_expires=3600,
     broker_connection_retry_on_startup=True,
-    broker_transport_options={"visibility_timeout": 3600},
+    # An unacknowledged task (its worker died) is handed out again after this many seconds.
+    broker_transport_options={
+        "visibility_timeout": int(os.environ.get("PARLEY_BROKER_VISIBILITY_TIMEOUT", "3600"))
+    },
     worker_hijack_root_logger=False,
+    beat_schedule={
+        "close-idle-sessions": {
+            "task": "trainer.tasks.sessions.close_idle_sessions",
+            "schedule": 60.0,
+            "options": {"queue": "judge", "expires": 55},
+        },
+        "maybe-train": {
+            "task": "trainer.tasks.training.maybe_train",
+            "schedule": 60.0,
+            "options": {"queue": "train", "expires": 55},
+        },
+        "judge-pending": {
+            "task": "trainer.tasks.judging.judge_pending",
+            "schedule": 300.0,
+            "options": {"queue": "judge", "expires": 290},
+        },
+    },
 )
 app.autodiscover_tasks(["trainer"], related_name="tasks")

@@ -111,7 +111,9 @@ def _serving_error(status: int, raw: bytes) -> Exception:
         param = error.get("param") if isinstance(error, dict) else None
     except (ValueError, AttributeError):
         message, param = raw.decode("utf-8", "replace")[:500], None
-    return ServingError(status, message or f"the model server refused the request ({status})", param)
+    return ServingError(
+        status, message or f"the model server refused the request ({status})", param
+    )
 
 
 async def serving_models(base_url: str | None = None) -> list[str]:
@@ -130,6 +132,7 @@ class ChoiceResult:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     token_ids: list[int] = field(default_factory=list)
     token_logprobs: list[float] = field(default_factory=list)
+    logprob_content: list[dict[str, Any]] = field(default_factory=list)
     finish_reason: str | None = None
 
     def message(self) -> dict[str, Any]:
@@ -171,6 +174,7 @@ class CompletionAccumulator:
                 choice.token_ids.extend(raw["token_ids"])
             for item in (raw.get("logprobs") or {}).get("content") or []:
                 choice.token_logprobs.append(float(item["logprob"]))
+                choice.logprob_content.append(item)
             if raw.get("finish_reason"):
                 choice.finish_reason = raw["finish_reason"]
 

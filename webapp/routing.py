@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.urls import URLPattern, path
 
-websocket_urlpatterns: list[URLPattern] = []
+from webapp.chat.consumers import ChatConsumer
+
+websocket_urlpatterns: list[URLPattern] = [
+    path("ws/chat/<int:conversation_id>/", ChatConsumer.as_asgi(), name="chat-socket"),
+]

@@ -124,10 +124,23 @@ CHAT_TEMPERATURE = env_float("PARLEY_CHAT_TEMPERATURE", 0.7)
 # Open sign-up: on in embedded mode (one person, one machine), off in production where
 # admins invite users.
 SIGNUP_OPEN = env_bool("PARLEY_SIGNUP_OPEN", EMBEDDED)
+# /v1 API limits.
+API_RATE_LIMIT_PER_MINUTE = env_int("PARLEY_API_RATE_LIMIT_PER_MINUTE", 600)
+API_MAX_BODY_BYTES = env_int("PARLEY_API_MAX_BODY_BYTES", 4 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
+API_SERVE_RETRY_AFTER_S = env_int("PARLEY_API_RETRY_AFTER_S", 10)
+# Sessions without X-Session-Done close after this much idle time (their last turn is judged).
+SESSION_IDLE_MINUTES = env_int("PARLEY_SESSION_IDLE_MINUTES", 30)
 FEEDBACK_TAGS_DOWN = env_list(
     "PARLEY_FEEDBACK_TAGS_DOWN",
-    ["not correct", "didn't follow my instructions", "too long", "too short", "wrong style",
-     "refused for no reason"],
+    [
+        "not correct",
+        "didn't follow my instructions",
+        "too long",
+        "too short",
+        "wrong style",
+        "refused for no reason",
+    ],
 )
 FEEDBACK_TAGS_UP = env_list(
     "PARLEY_FEEDBACK_TAGS_UP", ["accurate", "followed instructions", "well written"]
@@ -141,7 +154,24 @@ VLLM_MAX_LORA_RANK = env_int("VLLM_MAX_LORA_RANK", 16)
 VLLM_CPU_KVCACHE_SPACE = env_int("VLLM_CPU_KVCACHE_SPACE", 2)
 VLLM_GPU_MEMORY_UTILIZATION = env_float("VLLM_GPU_MEMORY_UTILIZATION", 0.85)
 VLLM_EXTRA_ARGS = env_str("VLLM_EXTRA_ARGS", "")
+VLLM_TOOL_CALL_PARSER = env_str("VLLM_TOOL_CALL_PARSER", "hermes")
 ADAPTERS_DIR = Path(env_str("PARLEY_ADAPTERS_DIR", str(VAR_DIR / "adapters"))).resolve()
+# The PRM judge: by default the frozen base model in the same vLLM server.
+JUDGE_BASE_URL = env_str("JUDGE_BASE_URL", "") or VLLM_BASE_URLS[0]
+JUDGE_MODEL = env_str("JUDGE_MODEL", "base")
+JUDGE_API_KEY = env_str("JUDGE_API_KEY", "")
+JUDGE_VOTES = env_int("PARLEY_JUDGE_VOTES", 3)
+JUDGE_MAX_TOKENS = env_int("PARLEY_JUDGE_MAX_TOKENS", 256)
+JUDGE_TEMPERATURE = env_float("PARLEY_JUDGE_TEMPERATURE", 0.7)
+# Turns served by a version more than this many versions behind the live one are not trained on.
+SAMPLE_MAX_VERSION_LAG = env_int("PARLEY_SAMPLE_MAX_VERSION_LAG", 4)
+# Training: an update runs when this many samples are ready, or the oldest has waited this long.
+TRAIN_BATCH_SIZE = env_int("PARLEY_TRAIN_BATCH_SIZE", 8)
+TRAIN_MAX_WAIT_S = env_int("PARLEY_TRAIN_MAX_WAIT_S", 600)
+TRAIN_ALGORITHM = env_str("PARLEY_TRAIN_ALGORITHM", "combined")
+# The probe gate: a candidate drifting further than this from the base is not published.
+GATE_MAX_KL = env_float("PARLEY_GATE_MAX_KL", 0.5)
+GATE_MAX_PPL_RATIO = env_float("PARLEY_GATE_MAX_PPL_RATIO", 1.15)
 
 # --- Web ------------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"

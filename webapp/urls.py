@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
+from webapp.api import key_views
 from webapp.core import views
 
 urlpatterns = [
@@ -11,5 +12,7 @@ urlpatterns = [
     path("accounts/", include("webapp.core.account_urls")),
     path("chat/", include("webapp.chat.urls")),
     path("v1/", include("webapp.api.urls")),
+    path("settings/api-keys/", key_views.key_list, name="api_keys"),
+    path("settings/api-keys/<int:pk>/revoke", key_views.key_revoke, name="api_key_revoke"),
     path("admin/", admin.site.urls),
 ]

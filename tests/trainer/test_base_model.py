@@ -55,10 +55,8 @@ def test_a_file_that_is_not_gguf_is_refused(tmp_path: Path) -> None:
         check_gguf(fake)
 
 
-def test_a_truncated_gguf_is_refused(tmp_path: Path) -> None:
+def test_a_truncated_gguf_is_refused(prepared_model: Path, tmp_path: Path) -> None:
     source = ROOT / "var" / "cache" / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    if not source.exists():
-        pytest.skip("the GGUF is extracted by prepare_model (the stack tests run it)")
     cut = tmp_path / source.name
     with source.open("rb") as src, cut.open("wb") as dst:
         dst.write(src.read(60_000_000))

@@ -1,6 +1,14 @@
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.urls import path, re_path
+
+from webapp.api import openapi, views
 
 app_name = "api"
-urlpatterns: list[URLPattern] = []
+urlpatterns = [
+    path("models", views.models, name="models"),
+    path("chat/completions", views.chat_completions, name="chat_completions"),
+    path("feedback", views.feedback, name="feedback"),
+    path("openapi.json", openapi.openapi_json, name="openapi"),
+    re_path(r"^(?P<path>.*)$", views.not_found),
+]

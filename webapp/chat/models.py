@@ -58,7 +58,9 @@ class Message(models.Model):
         STOPPED = "stopped"
         FAILED = "failed"
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
     )
@@ -76,7 +78,10 @@ class Message(models.Model):
 
     # What produced an assistant message, kept so training uses exactly the sampled tokens.
     policy_version = models.ForeignKey(
-        "learning.PolicyVersion", null=True, blank=True, on_delete=models.PROTECT,
+        "learning.PolicyVersion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
         related_name="messages",
     )
     served_model = models.CharField(max_length=200, blank=True)

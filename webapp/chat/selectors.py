@@ -46,7 +46,9 @@ class TranscriptEntry:
 
 def transcript(*, conversation: Conversation, viewer: Any = None) -> list[TranscriptEntry]:
     """The selected path through the conversation tree, with sibling navigation and feedback."""
-    messages = list(conversation.messages.select_related("policy_version").order_by("created_at", "id"))
+    messages = list(
+        conversation.messages.select_related("policy_version").order_by("created_at", "id")
+    )
     children: dict[int | None, list[Message]] = {}
     for message in messages:
         children.setdefault(message.parent_id, []).append(message)
@@ -90,3 +92,36 @@ def prompt_path(*, message: Message) -> list[Message]:
         path.append(current)
         current = by_id.get(current.parent_id) if current.parent_id else None
     return list(reversed(path))
+
+
+def prompt_messages(*, message: Message) -> list[dict[str, object]]:
+    """What the model sees when answering ``message``: the path up to it, as OpenAI messages.
+
+    Failed answers are left out (the model never gave them); stopped ones stay, since the
+    user saw them.
+    """
+    return [
+        item.as_openai()
+        for item in prompt_path(message=message)
+        if not (item.is_assistant and item.status == Message.Status.FAILED)
+    ]
+
+
+def transcript_entry(*, message: Message, viewer: Any = None) -> TranscriptEntry:
+    """One message as the transcript shows it: its place among its siblings and its feedback."""
+    siblings = list(
+        Message.objects.filter(
+            conversation=message.conversation_id, parent=message.parent_id
+        ).order_by("created_at", "id")
+    )
+    ids = [sibling.pk for sibling in siblings]
+    position = ids.index(message.pk)
+    feedback = Feedback.objects.filter(message=message, author=viewer).first() if viewer else None
+    return TranscriptEntry(
+        message=message,
+        sibling_index=position + 1,
+        sibling_count=len(ids),
+        previous_sibling=ids[position - 1] if position > 0 else None,
+        next_sibling=ids[position + 1] if position + 1 < len(ids) else None,
+        feedback=feedback,
+    )

@@ -8,15 +8,19 @@ Keyword-only arguments; each write is one transaction; later learning-loop work 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from webapp.chat.models import Conversation, Feedback, Message
+from webapp.chat.selectors import transcript
 from webapp.inference import ChoiceResult
 from webapp.learning.models import PolicyVersion
+from webapp.learning.triggers import queue_judgement, queue_session_end
 
 TITLE_LENGTH = 60
 
@@ -58,6 +62,7 @@ def conversation_close(*, conversation: Conversation) -> Conversation:
     if conversation.closed_at is None:
         conversation.closed_at = timezone.now()
         conversation.save(update_fields=["closed_at"])
+        queue_session_end(conversation_ids=[conversation.pk])
     return conversation
 
 
@@ -85,13 +90,19 @@ def message_append(
     tool_calls: list[dict[str, Any]] | None = None,
     tool_call_id: str = "",
     name: str = "",
+    selected: bool = True,
 ) -> Message:
-    """Append a user, system or tool message after ``parent`` (the end of the transcript)."""
-    if parent is not None:
+    """Append a message after ``parent`` (the end of the transcript).
+
+    ``selected=False`` records it on a side branch that the transcript does not follow (side
+    turns such as heartbeats: kept, but never part of the main line).
+    """
+    if parent is not None and selected:
         Message.objects.filter(parent=parent).update(selected=False)
     message = Message.objects.create(
         conversation=conversation,
         parent=parent,
+        selected=selected,
         role=role,
         content=content,
         tool_calls=tool_calls or None,
@@ -103,7 +114,9 @@ def message_append(
     )
     if not conversation.title and role == Message.Role.USER and content.strip():
         title = " ".join(content.split())
-        conversation.title = title if len(title) <= TITLE_LENGTH else title[: TITLE_LENGTH - 1] + "…"
+        conversation.title = (
+            title if len(title) <= TITLE_LENGTH else title[: TITLE_LENGTH - 1] + "…"
+        )
         conversation.save(update_fields=["title"])
     _touch(conversation)
     return message
@@ -118,12 +131,15 @@ def assistant_message_start(
     served_model: str,
     sampling_params: dict[str, Any],
     turn_type: str = Message.TurnType.MAIN,
+    selected: bool = True,
 ) -> Message:
     """A placeholder for an answer being generated; siblings at the same fork are deselected."""
-    Message.objects.filter(parent=parent).update(selected=False)
+    if selected:
+        Message.objects.filter(parent=parent).update(selected=False)
     message = Message.objects.create(
         conversation=conversation,
         parent=parent,
+        selected=selected,
         role=Message.Role.ASSISTANT,
         status=Message.Status.STREAMING,
         policy_version=policy_version,
@@ -161,8 +177,17 @@ def assistant_message_finish(
     message.completed_at = timezone.now()
     message.save(
         update_fields=[
-            "content", "reasoning", "tool_calls", "token_ids", "token_logprobs",
-            "prompt_token_ids", "finish_reason", "usage", "completion_id", "status", "error",
+            "content",
+            "reasoning",
+            "tool_calls",
+            "token_ids",
+            "token_logprobs",
+            "prompt_token_ids",
+            "finish_reason",
+            "usage",
+            "completion_id",
+            "status",
+            "error",
             "completed_at",
         ]
     )
@@ -183,7 +208,11 @@ def message_select(*, message: Message) -> Message:
 def message_link_next_state(*, turns: Iterable[Message], next_state: Message) -> None:
     """Record that ``next_state`` is what followed each of ``turns`` in the session."""
     ids = [turn.pk for turn in turns]
-    Message.objects.filter(pk__in=ids, next_state__isnull=True).update(next_state=next_state)
+    linked = list(
+        Message.objects.filter(pk__in=ids, next_state__isnull=True).values_list("pk", flat=True)
+    )
+    Message.objects.filter(pk__in=linked).update(next_state=next_state)
+    queue_judgement(message_ids=linked)
 
 
 def _clean_tags(tags: Iterable[str], allowed: Iterable[str]) -> list[str]:
@@ -245,4 +274,100 @@ def feedback_set(
     if correction is not None:
         feedback.correction = correction.strip()
     feedback.save()
+    queue_judgement(message_ids=[message.pk])
     return feedback
+
+
+# --- The browser chat -----------------------------------------------------------------------
+
+
+def conversation_start(*, owner: Any, content: str = "") -> Conversation:
+    """A conversation for the browser chat, opened with ``content`` as its first message.
+
+    Without content the owner's newest empty web conversation is reused, so pressing "New"
+    twice does not leave empty conversations behind.
+    """
+    if not content.strip():
+        empty = (
+            Conversation.objects.filter(owner=owner, source=Conversation.Source.WEB)
+            .filter(messages__isnull=True)
+            .order_by("-last_activity_at")
+            .first()
+        )
+        return empty or conversation_create(owner=owner)
+    with transaction.atomic():
+        conversation = conversation_create(owner=owner)
+        user_message_send(conversation=conversation, content=content)
+    return conversation
+
+
+@transaction.atomic
+def user_message_send(*, conversation: Conversation, content: str) -> Message:
+    """The user's next message, after the end of the transcript.
+
+    It is the next state of the answer it follows (what the judge sees), unless that answer
+    failed and so was never really given.
+    """
+    entries = transcript(conversation=conversation)
+    tail = entries[-1].message if entries else None
+    message = message_append(
+        conversation=conversation, role=Message.Role.USER, content=content, parent=tail
+    )
+    if tail is not None and tail.is_assistant and tail.status != Message.Status.FAILED:
+        message_link_next_state(turns=[tail], next_state=message)
+    return message
+
+
+def _tags_for_rating(rating: int) -> list[str]:
+    if rating > 0:
+        return list(settings.FEEDBACK_TAGS_UP)
+    if rating < 0:
+        return list(settings.FEEDBACK_TAGS_DOWN)
+    return []
+
+
+@transaction.atomic
+def feedback_rate(*, message: Message, author: Any, rating: int) -> Feedback:
+    """Give, change or withdraw (0) the thumb; reason tags of the other thumb are dropped."""
+    current = Feedback.objects.filter(message=message, author=author).first()
+    allowed = _tags_for_rating(rating)
+    tags = [tag for tag in (current.tags if current else []) if tag in allowed]
+    return feedback_set(
+        message=message, author=author, rating=rating, tags=tags, allowed_tags=allowed
+    )
+
+
+@transaction.atomic
+def feedback_toggle_tag(*, message: Message, author: Any, tag: str) -> Feedback:
+    """Add or remove one reason tag; a tag picks its thumb when none was given yet."""
+    current = Feedback.objects.filter(message=message, author=author).first()
+    rating = current.rating if current else 0
+    if rating == 0:
+        rating = 1 if tag in settings.FEEDBACK_TAGS_UP else -1
+    tags = list(current.tags) if current else []
+    tags = [t for t in tags if t != tag] if tag in tags else [*tags, tag]
+    return feedback_set(
+        message=message,
+        author=author,
+        rating=rating,
+        tags=tags,
+        allowed_tags=_tags_for_rating(rating),
+    )
+
+
+def conversations_close_idle(*, idle_minutes: int) -> int:
+    """Close every open conversation idle for ``idle_minutes``; returns how many were closed.
+
+    Closing is what lets the learning loop treat a session's last turn (it has no next state)
+    instead of losing it.
+    """
+    cutoff = timezone.now() - timedelta(minutes=idle_minutes)
+    with transaction.atomic():
+        idle = list(
+            Conversation.objects.select_for_update(skip_locked=True)
+            .filter(closed_at__isnull=True, last_activity_at__lt=cutoff)
+            .values_list("pk", flat=True)
+        )
+        Conversation.objects.filter(pk__in=idle).update(closed_at=timezone.now())
+        queue_session_end(conversation_ids=idle)
+    return len(idle)

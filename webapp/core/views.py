@@ -5,14 +5,20 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 
 
 def home(request: HttpRequest) -> HttpResponse:
+    if request.user.is_authenticated:
+        return redirect("chat:index")
     return render(
         request,
         "core/home.html",
-        {"model_id": settings.PARLEY_MODEL_ID, "base_model": settings.BASE_MODEL_DIR.name},
+        {
+            "model_id": settings.PARLEY_MODEL_ID,
+            "base_model": settings.BASE_MODEL_DIR.name,
+            "signup_open": settings.SIGNUP_OPEN,
+        },
     )
 
 

@@ -39,8 +39,17 @@ def vllm_command() -> tuple[list[str], dict[str, str]]:
         "--max-loras",
         "4",
         "--disable-uvicorn-access-log",
+        # Tool calls for API clients: "auto" needs a parser (Hermes-style <tool_call> JSON);
+        # "required" and named tools use guided decoding and work with any model.
+        "--enable-auto-tool-choice",
+        "--tool-call-parser",
+        settings.VLLM_TOOL_CALL_PARSER,
         *shlex.split(settings.VLLM_EXTRA_ARGS),
     ]
+    live = live_adapter()
+    if live is not None:
+        # A serving worker that (re)starts loads the live adapter before it takes traffic.
+        args += ["--lora-modules", f"{live[0]}={live[1]}"]
     env = dict(os.environ)
     env.setdefault("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(settings.VLLM_CPU_KVCACHE_SPACE))
@@ -49,6 +58,23 @@ def vllm_command() -> tuple[list[str], dict[str, str]]:
     env.setdefault("VLLM_NO_USAGE_STATS", "1")
     env.setdefault("DO_NOT_TRACK", "1")
     return args, env
+
+
+def live_adapter() -> tuple[str, str] | None:
+    """(served name, adapter folder) of the live policy version, if it is an adapter."""
+    from django.conf import settings
+    from django.db import DatabaseError
+
+    try:
+        from webapp.learning.models import PolicyVersion
+
+        live = PolicyVersion.objects.filter(status=PolicyVersion.Status.LIVE).first()
+    except DatabaseError as exc:
+        print(f"serve: cannot read the live version ({exc}); starting with the base model only")
+        return None
+    if live is None or live.number == 0 or not os.path.isdir(live.adapter_path):
+        return None
+    return live.served_name(settings.PARLEY_MODEL_ID), live.adapter_path
 
 
 def main() -> None:

@@ -42,3 +42,114 @@ class PolicyVersion(models.Model):
     def served_name(self, model_id: str) -> str:
         """The name vLLM knows this version by: the base model for v0, else the adapter's."""
         return "base" if self.number == 0 else f"{model_id}-v{self.number}"
+
+
+class Judgement(models.Model):
+    """How one answer was judged: explicit feedback or the PRM's majority of m votes.
+
+    ``fingerprint`` names the evidence judged (next state, feedback state); a redelivered task
+    with the same evidence finds the row already there, so there is exactly one per evidence.
+    """
+
+    class Source(models.TextChoices):
+        FEEDBACK = "feedback"
+        PRM = "prm"
+        SESSION_END = "session_end"
+
+    message = models.ForeignKey("chat.Message", on_delete=models.CASCADE, related_name="judgements")
+    fingerprint = models.CharField(max_length=64)
+    source = models.CharField(max_length=16, choices=Source.choices)
+    votes = models.JSONField(default=list, blank=True, help_text="Each vote: score and raw text.")
+    score = models.SmallIntegerField(default=0)
+    hint = models.TextField(blank=True)
+    hint_votes = models.JSONField(default=list, blank=True)
+    judge_model = models.CharField(max_length=200, blank=True)
+    prompt_version = models.CharField(max_length=32, blank=True)
+    next_state_text = models.TextField(blank=True)
+    seconds = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["message", "fingerprint"], name="one_judgement_per_evidence"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.score:+d} on message {self.message_id} ({self.source})"
+
+
+class TrainingUpdate(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+        REJECTED = "rejected"
+
+    algorithm = models.CharField(max_length=16)
+    config = models.JSONField(default=dict)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    base_version = models.ForeignKey(
+        PolicyVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="updates"
+    )
+    produced_version = models.OneToOneField(
+        PolicyVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="produced_by"
+    )
+    metrics = models.JSONField(default=list, blank=True, help_text="One entry per step.")
+    summary = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"update {self.pk} ({self.algorithm}, {self.status})"
+
+
+class Sample(models.Model):
+    """One judged turn, holding everything training needs (the sampled tokens as served)."""
+
+    class Kind(models.TextChoices):
+        RL = "rl"
+        OPD = "opd"
+        COMBINED = "combined"
+
+    class Status(models.TextChoices):
+        READY = "ready"
+        CONSUMED = "consumed"
+        EXCLUDED = "excluded"
+        SUPERSEDED = "superseded"
+
+    message = models.ForeignKey("chat.Message", on_delete=models.CASCADE, related_name="samples")
+    judgement = models.OneToOneField(Judgement, on_delete=models.CASCADE, related_name="sample")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    reward = models.FloatField(default=0.0)
+    hint = models.TextField(blank=True)
+    correction = models.TextField(blank=True)
+    prompt_messages = models.JSONField(default=list)
+    prompt_token_ids = models.JSONField(default=list)
+    response_token_ids = models.JSONField(default=list)
+    response_logprobs = models.JSONField(default=list)
+    group_key = models.CharField(max_length=64, blank=True, help_text="Siblings of one prompt.")
+    policy_version = models.ForeignKey(
+        PolicyVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="samples"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.READY)
+    update = models.ForeignKey(
+        TrainingUpdate, null=True, blank=True, on_delete=models.PROTECT, related_name="samples"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    consumed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} sample of message {self.message_id} ({self.status})"

@@ -6,97 +6,240 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('api', '0001_initial'),
-        ('learning', '0001_initial'),
+        ("api", "0001_initial"),
+        ("learning", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Conversation',
+            name="Conversation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('title', models.CharField(blank=True, max_length=200)),
-                ('source', models.CharField(choices=[('web', 'Web'), ('api', 'Api')], default='web', max_length=8)),
-                ('external_session_id', models.CharField(blank=True, db_index=True, max_length=200)),
-                ('train_consent', models.BooleanField(default=True, help_text='Use this conversation for training.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_activity_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('closed_at', models.DateTimeField(blank=True, null=True)),
-                ('api_key', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='conversations', to='api.apikey')),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='conversations', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("title", models.CharField(blank=True, max_length=200)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[("web", "Web"), ("api", "Api")], default="web", max_length=8
+                    ),
+                ),
+                (
+                    "external_session_id",
+                    models.CharField(blank=True, db_index=True, max_length=200),
+                ),
+                (
+                    "train_consent",
+                    models.BooleanField(
+                        default=True, help_text="Use this conversation for training."
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_activity_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("closed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "api_key",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="conversations",
+                        to="api.apikey",
+                    ),
+                ),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="conversations",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-last_activity_at'],
+                "ordering": ["-last_activity_at"],
             },
         ),
         migrations.CreateModel(
-            name='Message',
+            name="Message",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('selected', models.BooleanField(default=True, help_text='Shown at its fork of the transcript.')),
-                ('role', models.CharField(choices=[('system', 'System'), ('user', 'User'), ('assistant', 'Assistant'), ('tool', 'Tool')], max_length=16)),
-                ('content', models.TextField(blank=True)),
-                ('reasoning', models.TextField(blank=True)),
-                ('tool_calls', models.JSONField(blank=True, null=True)),
-                ('tool_call_id', models.CharField(blank=True, max_length=200)),
-                ('name', models.CharField(blank=True, max_length=200)),
-                ('turn_index', models.PositiveIntegerField(default=0)),
-                ('turn_type', models.CharField(choices=[('main', 'Main'), ('side', 'Side')], default='main', max_length=8)),
-                ('status', models.CharField(choices=[('complete', 'Complete'), ('streaming', 'Streaming'), ('stopped', 'Stopped'), ('failed', 'Failed')], default='complete', max_length=16)),
-                ('error', models.TextField(blank=True)),
-                ('served_model', models.CharField(blank=True, max_length=200)),
-                ('completion_id', models.CharField(blank=True, max_length=100, null=True, unique=True)),
-                ('prompt_token_ids', models.JSONField(blank=True, null=True)),
-                ('token_ids', models.JSONField(blank=True, null=True)),
-                ('token_logprobs', models.JSONField(blank=True, null=True)),
-                ('sampling_params', models.JSONField(blank=True, default=dict)),
-                ('finish_reason', models.CharField(blank=True, max_length=32)),
-                ('usage', models.JSONField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('completed_at', models.DateTimeField(blank=True, null=True)),
-                ('conversation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='chat.conversation')),
-                ('next_state', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='previous_turns', to='chat.message')),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='children', to='chat.message')),
-                ('policy_version', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='messages', to='learning.policyversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "selected",
+                    models.BooleanField(
+                        default=True, help_text="Shown at its fork of the transcript."
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("system", "System"),
+                            ("user", "User"),
+                            ("assistant", "Assistant"),
+                            ("tool", "Tool"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("content", models.TextField(blank=True)),
+                ("reasoning", models.TextField(blank=True)),
+                ("tool_calls", models.JSONField(blank=True, null=True)),
+                ("tool_call_id", models.CharField(blank=True, max_length=200)),
+                ("name", models.CharField(blank=True, max_length=200)),
+                ("turn_index", models.PositiveIntegerField(default=0)),
+                (
+                    "turn_type",
+                    models.CharField(
+                        choices=[("main", "Main"), ("side", "Side")], default="main", max_length=8
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("complete", "Complete"),
+                            ("streaming", "Streaming"),
+                            ("stopped", "Stopped"),
+                            ("failed", "Failed"),
+                        ],
+                        default="complete",
+                        max_length=16,
+                    ),
+                ),
+                ("error", models.TextField(blank=True)),
+                ("served_model", models.CharField(blank=True, max_length=200)),
+                (
+                    "completion_id",
+                    models.CharField(blank=True, max_length=100, null=True, unique=True),
+                ),
+                ("prompt_token_ids", models.JSONField(blank=True, null=True)),
+                ("token_ids", models.JSONField(blank=True, null=True)),
+                ("token_logprobs", models.JSONField(blank=True, null=True)),
+                ("sampling_params", models.JSONField(blank=True, default=dict)),
+                ("finish_reason", models.CharField(blank=True, max_length=32)),
+                ("usage", models.JSONField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("completed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "conversation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="messages",
+                        to="chat.conversation",
+                    ),
+                ),
+                (
+                    "next_state",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="previous_turns",
+                        to="chat.message",
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="children",
+                        to="chat.message",
+                    ),
+                ),
+                (
+                    "policy_version",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="messages",
+                        to="learning.policyversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'id'],
+                "ordering": ["created_at", "id"],
             },
         ),
         migrations.CreateModel(
-            name='Feedback',
+            name="Feedback",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('rating', models.SmallIntegerField(default=0, help_text='+1 👍, −1 👎, 0 none (withdrawn).')),
-                ('tags', models.JSONField(blank=True, default=list)),
-                ('comment', models.TextField(blank=True)),
-                ('correction', models.TextField(blank=True, help_text='The answer the user wanted.')),
-                ('history', models.JSONField(blank=True, default=list)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('author', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='feedback', to=settings.AUTH_USER_MODEL)),
-                ('message', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='feedback', to='chat.message')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "rating",
+                    models.SmallIntegerField(
+                        default=0, help_text="+1 👍, −1 👎, 0 none (withdrawn)."
+                    ),
+                ),
+                ("tags", models.JSONField(blank=True, default=list)),
+                ("comment", models.TextField(blank=True)),
+                (
+                    "correction",
+                    models.TextField(blank=True, help_text="The answer the user wanted."),
+                ),
+                ("history", models.JSONField(blank=True, default=list)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "author",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="feedback",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "message",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="feedback",
+                        to="chat.message",
+                    ),
+                ),
             ],
         ),
         migrations.AddIndex(
-            model_name='conversation',
-            index=models.Index(fields=['owner', '-last_activity_at'], name='chat_conver_owner_i_acd174_idx'),
+            model_name="conversation",
+            index=models.Index(
+                fields=["owner", "-last_activity_at"], name="chat_conver_owner_i_acd174_idx"
+            ),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(fields=['conversation', 'created_at'], name='chat_messag_convers_3154fc_idx'),
+            model_name="message",
+            index=models.Index(
+                fields=["conversation", "created_at"], name="chat_messag_convers_3154fc_idx"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='feedback',
-            constraint=models.UniqueConstraint(fields=('message', 'author'), name='one_feedback_per_author'),
+            model_name="feedback",
+            constraint=models.UniqueConstraint(
+                fields=("message", "author"), name="one_feedback_per_author"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='feedback',
-            constraint=models.CheckConstraint(condition=models.Q(('rating__in', [-1, 0, 1])), name='feedback_rating_is_sign'),
+            model_name="feedback",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("rating__in", [-1, 0, 1])), name="feedback_rating_is_sign"
+            ),
         ),
     ]

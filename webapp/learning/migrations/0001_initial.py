@@ -5,28 +5,58 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='PolicyVersion',
+            name="PolicyVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField(unique=True)),
-                ('adapter_path', models.CharField(blank=True, max_length=500)),
-                ('status', models.CharField(choices=[('candidate', 'Candidate'), ('live', 'Live'), ('retired', 'Retired'), ('rolled_back', 'Rolled Back'), ('rejected', 'Rejected')], default='candidate', max_length=16)),
-                ('probe_metrics', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('published_at', models.DateTimeField(blank=True, null=True)),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to='learning.policyversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.PositiveIntegerField(unique=True)),
+                ("adapter_path", models.CharField(blank=True, max_length=500)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("candidate", "Candidate"),
+                            ("live", "Live"),
+                            ("retired", "Retired"),
+                            ("rolled_back", "Rolled Back"),
+                            ("rejected", "Rejected"),
+                        ],
+                        default="candidate",
+                        max_length=16,
+                    ),
+                ),
+                ("probe_metrics", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("published_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        to="learning.policyversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-number'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('status', 'live')), fields=('status',), name='one_live_policy_version')],
+                "ordering": ["-number"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("status", "live")),
+                        fields=("status",),
+                        name="one_live_policy_version",
+                    )
+                ],
             },
         ),
     ]

@@ -1,0 +1,128 @@
+"""Shared benchmark plumbing: start the real system, time streamed requests, record results."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import platform
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results.jsonl"
+
+
+@dataclass(frozen=True)
+class RunningSystem:
+    web_url: str
+    vllm_url: str
+    api_key: str
+    var_dir: Path
+
+
+@contextmanager
+def running_system() -> Iterator[RunningSystem]:
+    """The whole system, started by its own launcher on free ports in a scratch var/."""
+    import subprocess
+    import sys
+
+    from tests.helpers import Launcher, clean_env, free_port
+
+    web_port, vllm_port = free_port(), free_port()
+    var_dir = Path(tempfile.mkdtemp(prefix="parley-bench-"))
+    env = clean_env(
+        PARLEY_VAR_DIR=str(var_dir),
+        PARLEY_PORT=str(web_port),
+        VLLM_PORT=str(vllm_port),
+        PARLEY_API_RATE_LIMIT_PER_MINUTE="0",
+    )
+    print(f"bench | starting Parley (vLLM warm-up takes about a minute) in {var_dir}", flush=True)
+    launcher = Launcher(env)
+    try:
+        launcher.wait_for("Parley is ready at", timeout=900)
+        key = subprocess.run(
+            [sys.executable, "manage.py", "create_api_key", "--user", "bench", "--create-user"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        yield RunningSystem(
+            f"http://127.0.0.1:{web_port}", f"http://127.0.0.1:{vllm_port}/v1", key, var_dir
+        )
+    finally:
+        launcher.interrupt()
+        launcher.kill()
+
+
+@dataclass
+class StreamTiming:
+    ttft_s: float
+    total_s: float
+    tokens: int
+
+
+async def timed_stream(
+    client: httpx.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> StreamTiming:
+    """One streamed chat completion: time to the first content token, total time, tokens."""
+    started = time.perf_counter()
+    first: float | None = None
+    tokens = 0
+    async with client.stream("POST", url, json=body, headers=headers or {}) as response:
+        response.raise_for_status()
+        async for line in response.aiter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            chunk = json.loads(line[6:])
+            if chunk.get("usage"):
+                tokens = chunk["usage"]["completion_tokens"]
+            for choice in chunk.get("choices") or []:
+                if choice["delta"].get("content") and first is None:
+                    first = time.perf_counter() - started
+    total = time.perf_counter() - started
+    return StreamTiming(ttft_s=first if first is not None else total, total_s=total, tokens=tokens)
+
+
+async def concurrent_streams(
+    url: str, bodies: list[dict[str, Any]], headers: dict[str, str] | None = None
+) -> tuple[list[StreamTiming], float]:
+    """All ``bodies`` streamed at once; returns each timing and the wall time of the batch."""
+    async with httpx.AsyncClient(timeout=600) as client:
+        started = time.perf_counter()
+        timings = await asyncio.gather(*(timed_stream(client, url, b, headers) for b in bodies))
+        return list(timings), time.perf_counter() - started
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def record(name: str, figures: dict[str, Any]) -> None:
+    """Append one benchmark's figures to bench/results.jsonl (the README quotes the latest)."""
+    entry = {
+        "bench": name,
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        **figures,
+    }
+    with RESULTS.open("a") as handle:
+        handle.write(json.dumps(entry) + "\n")
+    print(f"bench | appended to {RESULTS.relative_to(ROOT)}")

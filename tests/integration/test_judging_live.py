@@ -1,0 +1,84 @@
+"""The learning loop's first half on the running system: the real judge worker on the real
+broker, judging with the real base model in vLLM."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import openai
+import pytest
+
+pytestmark = pytest.mark.stack
+
+
+def _wait_for(stack, query: str, params: tuple, expected_rows: int, timeout: float = 240) -> list:
+    deadline = time.monotonic() + timeout
+    rows: list = []
+    while time.monotonic() < deadline:
+        rows = stack.sql(query, params)
+        if len(rows) >= expected_rows:
+            return rows
+        time.sleep(1)
+    raise AssertionError(f"only {len(rows)} of {expected_rows} rows after {timeout} s: {rows}")
+
+
+def test_feedback_and_follow_ups_become_judgements_and_samples(stack, stack_api_key) -> None:
+    client = openai.OpenAI(
+        base_url=stack.web_url + "/v1", api_key=stack_api_key, max_retries=0, timeout=120
+    )
+    session = {"X-Session-Id": "judging-live-1"}
+    messages = [{"role": "user", "content": "What is the capital of Italy?"}]
+    first = client.chat.completions.create(
+        model="parley", messages=messages, max_tokens=24, temperature=0, extra_headers=session
+    )
+    messages += [
+        {"role": "assistant", "content": first.choices[0].message.content},
+        {"role": "user", "content": "Wrong, I asked about Italy. Answer with just the city."},
+    ]
+    second = client.chat.completions.create(
+        model="parley", messages=messages, max_tokens=24, temperature=0, extra_headers=session
+    )
+    third_messages = [{"role": "user", "content": "Name a primary colour."}]
+    third = client.chat.completions.create(
+        model="parley",
+        messages=third_messages,
+        max_tokens=12,
+        extra_headers={"X-Session-Id": "judging-live-2"},
+    )
+    headers = {"Authorization": f"Bearer {stack_api_key}"}
+    for body in (
+        {"completion_id": second.id, "rating": 1},
+        {"completion_id": third.id, "rating": -1, "comment": "Start your answer with 'Sure!'"},
+    ):
+        assert (
+            httpx.post(
+                stack.web_url + "/v1/feedback", json=body, headers=headers, timeout=30
+            ).status_code
+            == 200
+        )
+
+    rows = _wait_for(
+        stack,
+        (
+            "SELECT m.completion_id, j.source, j.score, jsonb_array_length(j.votes), s.kind, "
+            "s.reward, s.hint, jsonb_array_length(s.response_token_ids) "
+            "FROM learning_judgement j JOIN chat_message m ON m.id = j.message_id "
+            "LEFT JOIN learning_sample s ON s.judgement_id = j.id AND s.status = 'ready' "
+            "WHERE m.completion_id = ANY(%s) ORDER BY j.id"
+        ),
+        ([first.id, second.id, third.id],),
+        3,
+    )
+    by_id = {row[0]: row[1:] for row in rows}
+    source, score, votes, *_ = by_id[first.id]
+    assert source == "prm" and votes == 3 and score in (-1, 0, 1)  # the real judge decided
+    assert by_id[second.id][:2] == ("feedback", 1) and by_id[second.id][3:5] == ("rl", 1.0)
+    assert by_id[third.id][3:6] == ("combined", -1.0, "Start your answer with 'Sure!'")
+    assert by_id[third.id][6] > 0
+    raw_votes = stack.sql(
+        "SELECT j.votes FROM learning_judgement j JOIN chat_message m ON m.id = j.message_id "
+        "WHERE m.completion_id = %s",
+        (first.id,),
+    )[0][0]
+    assert all(vote["text"] for vote in raw_votes)  # the raw judge text is stored with each vote

@@ -1,0 +1,236 @@
+"""Workers killed mid-task: the task is redelivered and its result is still recorded once.
+
+Each test runs a real Celery worker process on the real broker against the test database,
+kills it (SIGKILL, the whole process group) while it is inside the task, starts a new one, and
+checks the rows. The broker's visibility timeout is set to a few seconds so redelivery is quick.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from tests.helpers import ROOT
+from webapp.celery import app
+from webapp.chat import services
+from webapp.inference import ChoiceResult
+from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
+from webapp.learning.selectors import policy_version_live
+
+pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
+
+
+class FakeServing(BaseHTTPRequestHandler):
+    """A slow OpenAI-compatible judge and an adapter-loading endpoint, counting calls."""
+
+    calls: list[str] = []
+    delay_s = 4.0
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        FakeServing.calls.append(self.path)
+        if self.path.endswith("/chat/completions"):
+            time.sleep(FakeServing.delay_s)
+            n = body.get("n", 1)
+            text = (
+                "\\boxed{-1}"
+                if "boxed" in body["messages"][-1]["content"]
+                else "[HINT_START]Be brief and exact.[HINT_END]"
+            )
+            payload = {"choices": [{"index": i, "message": {"content": text}} for i in range(n)]}
+        else:
+            payload = {"ok": True}
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+@pytest.fixture
+def fake_serving():
+    FakeServing.calls = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeServing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def _worker_env(serving_url: str, var_dir) -> dict[str, str]:
+    from django.db import connection
+
+    db = connection.settings_dict
+    auth = quote(db["USER"]) + (":" + quote(db["PASSWORD"]) if db["PASSWORD"] else "")
+    host = quote(db["HOST"], safe="") + (f":{db['PORT']}" if db["PORT"] else "")
+    return dict(
+        os.environ,
+        PYTHONUNBUFFERED="1",
+        DATABASE_URL=f"postgres://{auth}@{host}/{db['NAME']}",
+        PARLEY_BROKER_VISIBILITY_TIMEOUT="5",
+        VLLM_BASE_URLS=serving_url,
+        JUDGE_BASE_URL=serving_url,
+        PARLEY_ADAPTERS_DIR=str(var_dir),
+        PARLEY_GATE_MAX_KL="100",
+        PARLEY_GATE_MAX_PPL_RATIO="100",
+        PARLEY_MODELS_DIR=str(ROOT / "var" / "models"),
+    )
+
+
+def _start_worker(queue: str, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "webapp",
+            "worker",
+            "-Q",
+            queue,
+            "-n",
+            f"fault-{queue}-{time.time()}@%h",
+            "--concurrency",
+            "1",
+            "--loglevel",
+            "WARNING",
+        ],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+    )
+
+
+def _kill(worker: subprocess.Popen) -> None:
+    try:
+        os.killpg(worker.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    worker.wait(timeout=30)
+
+
+def _wait(check, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.5)
+    raise AssertionError("timed out")
+
+
+def _answer(user, question: str = "What is 2+2?"):
+    conversation = services.conversation_create(owner=user)
+    prompt = services.message_append(conversation=conversation, role="user", content=question)
+    return services.assistant_message_finish(
+        message=services.assistant_message_start(
+            conversation=conversation,
+            parent=prompt,
+            policy_version=policy_version_live(),
+            served_model="base",
+            sampling_params={},
+        ),
+        result=ChoiceResult(content="5", token_ids=[20, 21], token_logprobs=[-1.0, -1.5]),
+        prompt_token_ids=[1, 9690, 198],
+        usage=None,
+    )
+
+
+def test_a_judge_worker_killed_mid_task_leaves_exactly_one_judgement(
+    fake_serving, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setattr("webapp.learning.triggers._send", lambda *a, **k: None)
+    user = get_user_model().objects.create_user("alice")
+    answer = _answer(user)
+    nxt = services.message_append(
+        conversation=answer.conversation, role="user", content="No, wrong.", parent=answer
+    )
+    services.message_link_next_state(turns=[answer], next_state=nxt)
+    env = _worker_env(fake_serving, tmp_path)
+    first = _start_worker("judge", env)
+    try:
+        app.send_task("trainer.tasks.judging.judge_message", args=[answer.pk], queue="judge")
+        _wait(lambda: FakeServing.calls, timeout=60)  # the worker is inside the task, at the judge
+        _kill(first)
+        assert not Judgement.objects.filter(message=answer).exists()
+        second = _start_worker("judge", env)
+        try:
+            _wait(lambda: Judgement.objects.filter(message=answer).exists(), timeout=120)
+            time.sleep(2)
+        finally:
+            _kill(second)
+    finally:
+        _kill(first)
+    assert Judgement.objects.filter(message=answer).count() == 1
+    assert Sample.objects.filter(message=answer).count() == 1
+
+
+def test_a_train_worker_killed_mid_update_trains_every_sample_exactly_once(
+    fake_serving, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setattr("webapp.learning.triggers._send", lambda *a, **k: None)
+    user = get_user_model().objects.create_user("alice")
+    samples = []
+    for i in range(3):
+        answer = _answer(user, question=f"Question {i}?")
+        judgement = Judgement.objects.create(
+            message=answer, fingerprint="f", source="feedback", score=1
+        )
+        samples.append(
+            Sample.objects.create(
+                message=answer,
+                judgement=judgement,
+                kind="rl",
+                reward=1.0 if i % 2 else -1.0,
+                prompt_token_ids=[1, 9690, 198, 504, 30],
+                response_token_ids=[20, 21, 22],
+                response_logprobs=[-1.0, -1.5, -0.5],
+                prompt_messages=[{"role": "user", "content": "q"}],
+                policy_version=policy_version_live(),
+            )
+        )
+    update = TrainingUpdate.objects.create(
+        algorithm="rl", config={"algorithm": "rl"}, base_version=policy_version_live()
+    )
+    env = _worker_env(fake_serving, tmp_path)
+    first = _start_worker("train", env)
+    try:
+        app.send_task("trainer.tasks.training.train_update", args=[update.pk], queue="train")
+        _wait(lambda: TrainingUpdate.objects.get(pk=update.pk).status == "running", timeout=120)
+        time.sleep(3)  # inside the update: loading the model or training
+        _kill(first)
+        assert all(
+            s.status == "ready" for s in Sample.objects.filter(pk__in=[s.pk for s in samples])
+        )
+        second = _start_worker("train", env)
+        try:
+            _wait(
+                lambda: (
+                    TrainingUpdate.objects.get(pk=update.pk).status
+                    in ("done", "failed", "rejected")
+                ),
+                timeout=600,
+            )
+        finally:
+            _kill(second)
+    finally:
+        _kill(first)
+    update.refresh_from_db()
+    assert update.status == "done", update.error
+    assert sorted(
+        Sample.objects.filter(update=update, status="consumed").values_list("pk", flat=True)
+    ) == [s.pk for s in samples]
+    assert PolicyVersion.objects.filter(produced_by=update).count() == 1
+    assert any(call.endswith("/load_lora_adapter") for call in FakeServing.calls)

@@ -1,0 +1,97 @@
+"""Publishing talks to every replica over real HTTP (a local stand-in for vLLM's endpoints)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from trainer.publish import PublishError, push, server_base, unload
+
+
+class _Replica:
+    def __init__(self, status: int) -> None:
+        self.status = status
+        self.requests: list[tuple[str, dict]] = []
+        replica = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers["Content-Length"])
+                replica.requests.append((self.path, json.loads(self.rfile.read(length))))
+                self.send_response(replica.status)
+                self.end_headers()
+                self.wfile.write(b"Success" if replica.status == 200 else b"bad adapter")
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def replicas() -> Iterator[list[_Replica]]:
+    started = [_Replica(200), _Replica(200)]
+    yield started
+    for replica in started:
+        replica.server.shutdown()
+        replica.server.server_close()
+
+
+@pytest.fixture
+def adapter_dir(tmp_path: Path) -> Path:
+    (tmp_path / "adapter_config.json").write_text("{}")
+    return tmp_path
+
+
+def test_push_loads_the_adapter_into_every_replica(replicas, adapter_dir: Path) -> None:
+    urls = [replicas[0].url, replicas[1].url + "/"]
+    results = push(adapter_dir, lora_name="parley-v3", serving_urls=urls, timeout=5)
+    assert [r["replica"] for r in results] == urls
+    for replica in replicas:
+        assert replica.requests == [
+            ("/v1/load_lora_adapter",
+             {"lora_name": "parley-v3", "lora_path": str(adapter_dir.resolve()),
+              "load_inplace": False}),
+        ]  # fmt: skip
+
+
+def test_a_refusing_replica_raises_naming_it(replicas, adapter_dir: Path) -> None:
+    replicas[1].status = 400
+    with pytest.raises(PublishError) as raised:
+        push(adapter_dir, lora_name="v", serving_urls=[r.url for r in replicas], timeout=5)
+    assert raised.value.replica == replicas[1].url
+    assert "400" in str(raised.value) and "bad adapter" in str(raised.value)
+
+
+def test_an_unreachable_replica_raises_naming_it(replicas, adapter_dir: Path) -> None:
+    dead = "http://127.0.0.1:9/v1"
+    with pytest.raises(PublishError, match="127.0.0.1:9"):
+        push(adapter_dir, lora_name="v", serving_urls=[replicas[0].url, dead], timeout=2)
+
+
+def test_a_folder_without_an_adapter_is_refused_before_any_request(replicas, tmp_path) -> None:
+    with pytest.raises(FileNotFoundError):
+        push(tmp_path, lora_name="v", serving_urls=[replicas[0].url], timeout=5)
+    assert replicas[0].requests == []
+
+
+def test_unload_asks_every_replica(replicas) -> None:
+    unload("parley-v1", [r.url for r in replicas], timeout=5)
+    for replica in replicas:
+        assert replica.requests == [("/v1/unload_lora_adapter", {"lora_name": "parley-v1"})]
+
+
+@pytest.mark.parametrize(
+    ("url", "base"),
+    [("http://h:8001/v1", "http://h:8001"), ("http://h:8001/v1/", "http://h:8001"),
+     ("http://h:8001", "http://h:8001")],
+)  # fmt: skip
+def test_server_base_strips_the_v1_suffix(url: str, base: str) -> None:
+    assert server_base(url) == base

@@ -1,0 +1,275 @@
+"""/v1 in-process: auth, errors in OpenAI format, recording, with a scripted model server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth import get_user_model
+from django.test import AsyncClient
+
+from webapp.api.keys import api_key_create, api_key_revoke
+from webapp.chat.models import Feedback, Message
+from webapp.inference import ServingUnavailable
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
+
+BODY = {"model": "parley", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def _chunks(text: str) -> list[dict]:
+    chunks = [
+        {
+            "id": "x",
+            "created": 1,
+            "prompt_token_ids": [1, 2, 3],
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}],
+        }
+    ]
+    for i, piece in enumerate(text.split(" ")):
+        chunks.append(
+            {
+                "id": "x",
+                "created": 1,
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"content": (" " if i else "") + piece},
+                        "token_ids": [100 + i],
+                        "logprobs": {
+                            "content": [
+                                {"token": piece, "logprob": -0.5, "bytes": [], "top_logprobs": []}
+                            ]
+                        },
+                    }
+                ],
+            }
+        )
+    chunks.append(
+        {"id": "x", "created": 1, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    )
+    chunks.append(
+        {
+            "id": "x",
+            "created": 1,
+            "choices": [],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6},
+        }
+    )
+    return chunks
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    calls: list[dict] = []
+
+    async def fake_stream(messages, *, model, params=None, base_url=None) -> AsyncIterator[dict]:
+        calls.append({"messages": messages, "model": model, "params": params})
+        for chunk in _chunks("Hello there friend"):
+            yield chunk
+
+    monkeypatch.setattr("webapp.api.views.stream_chat", fake_stream)
+    return calls
+
+
+@pytest.fixture
+def secret():
+    user = get_user_model().objects.create_user("alice")
+    return api_key_create(owner=user)[1]
+
+
+def _post(client: AsyncClient, path: str, body, secret: str | None, **headers):
+    if secret:
+        headers["Authorization"] = f"Bearer {secret}"
+    data = body if isinstance(body, bytes | str) else json.dumps(body)
+    return client.post(path, data=data, content_type="application/json", headers=headers)
+
+
+def _assert_openai_error(response, status: int) -> dict:
+    assert response.status_code == status, response.content
+    assert response["Content-Type"].startswith("application/json")
+    error = json.loads(response.content)["error"]
+    assert set(error) == {"message", "type", "param", "code"} and error["message"]
+    return error
+
+
+async def test_missing_bad_and_revoked_keys_are_401(secret) -> None:
+    client = AsyncClient()
+    _assert_openai_error(await _post(client, "/v1/chat/completions", BODY, None), 401)
+    _assert_openai_error(await _post(client, "/v1/chat/completions", BODY, "pk-wrong"), 401)
+    key = await sync_to_async(
+        lambda: get_user_model().objects.get(username="alice").api_keys.get()
+    )()
+    await sync_to_async(api_key_revoke)(key=key)
+    _assert_openai_error(await _post(client, "/v1/chat/completions", BODY, secret), 401)
+    _assert_openai_error(await client.get("/v1/models"), 401)
+
+
+async def test_invalid_bodies_are_400_naming_the_field(secret, scripted) -> None:
+    client = AsyncClient()
+    error = _assert_openai_error(
+        await _post(client, "/v1/chat/completions", {**BODY, "max_tokens": -3}, secret), 400
+    )
+    assert error["param"] == "max_tokens"
+    _assert_openai_error(
+        await _post(client, "/v1/chat/completions", {"model": "parley", "messages": []}, secret),
+        400,
+    )
+    _assert_openai_error(await _post(client, "/v1/chat/completions", b"\xff\xfe", secret), 400)
+    _assert_openai_error(await _post(client, "/v1/chat/completions", "{oops", secret), 400)
+    _assert_openai_error(
+        await _post(client, "/v1/chat/completions", BODY, secret, X_Turn_Type="bogus"), 400
+    )
+    assert scripted == []
+
+
+async def test_unknown_model_is_404(secret, scripted) -> None:
+    error = _assert_openai_error(
+        await _post(AsyncClient(), "/v1/chat/completions", {**BODY, "model": "gpt-9"}, secret), 404
+    )
+    assert error["code"] == "model_not_found" and error["param"] == "model"
+
+
+async def test_oversized_body_is_413(secret, settings) -> None:
+    settings.API_MAX_BODY_BYTES = 1000
+    big = {**BODY, "messages": [{"role": "user", "content": "x" * 5000}]}
+    _assert_openai_error(await _post(AsyncClient(), "/v1/chat/completions", big, secret), 413)
+
+
+async def test_rate_limit_is_429_with_retry_after(secret, scripted, settings) -> None:
+    settings.API_RATE_LIMIT_PER_MINUTE = 2
+    client = AsyncClient()
+    statuses = [
+        (await _post(client, "/v1/chat/completions", BODY, secret)).status_code for _ in range(2)
+    ]
+    assert statuses == [200, 200]
+    response = await _post(client, "/v1/chat/completions", BODY, secret)
+    _assert_openai_error(response, 429)
+    assert int(response["Retry-After"]) >= 1
+
+
+async def test_serving_down_is_503_with_retry_after_and_the_message_is_kept(
+    secret, settings
+) -> None:
+    settings.VLLM_BASE_URLS = ["http://127.0.0.1:9/v1"]
+    import webapp.inference
+
+    webapp.inference._replicas = None
+    try:
+        response = await _post(AsyncClient(), "/v1/chat/completions", BODY, secret)
+    finally:
+        webapp.inference._replicas = None
+    error = _assert_openai_error(response, 503)
+    assert error["type"] == "service_unavailable" and response["Retry-After"]
+    assert await sync_to_async(Message.objects.filter(role="user", content="hi").count)() == 1
+
+
+async def test_wrong_method_and_unknown_path_are_openai_errors(secret) -> None:
+    client = AsyncClient()
+    _assert_openai_error(
+        await client.get("/v1/chat/completions", headers={"Authorization": f"Bearer {secret}"}), 405
+    )
+    _assert_openai_error(await client.get("/v1/nothing-here"), 404)
+
+
+async def test_a_completion_is_recorded_with_its_tokens_and_takes_feedback(
+    secret, scripted
+) -> None:
+    client = AsyncClient()
+    response = await _post(client, "/v1/chat/completions", BODY, secret, X_Session_Id="abc")
+    assert response.status_code == 200
+    body = json.loads(response.content)
+    assert body["choices"][0]["message"]["content"] == "Hello there friend"
+    assert body["model"] == "parley" and body["usage"]["total_tokens"] == 6
+    assert scripted[0]["model"] == "base"
+
+    answer = await sync_to_async(Message.objects.get)(completion_id=body["id"])
+    assert answer.token_ids == [100, 101, 102] and answer.token_logprobs == [-0.5, -0.5, -0.5]
+    assert answer.prompt_token_ids == [1, 2, 3] and answer.status == "complete"
+
+    fb = await _post(
+        client,
+        "/v1/feedback",
+        {"completion_id": body["id"], "rating": -1, "comment": "Too chatty, be brief."},
+        secret,
+    )
+    assert fb.status_code == 200 and json.loads(fb.content)["rating"] == -1
+    stored = await sync_to_async(Feedback.objects.get)(message=answer)
+    assert (stored.rating, stored.comment) == (-1, "Too chatty, be brief.")
+    _assert_openai_error(
+        await _post(
+            client, "/v1/feedback", {"completion_id": "chatcmpl-nope", "rating": 1}, secret
+        ),
+        404,
+    )
+    _assert_openai_error(
+        await _post(client, "/v1/feedback", {"completion_id": body["id"], "rating": 5}, secret), 400
+    )
+
+
+async def test_feedback_on_another_users_completion_is_404(secret, scripted) -> None:
+    client = AsyncClient()
+    body = json.loads((await _post(client, "/v1/chat/completions", BODY, secret)).content)
+    bob = await sync_to_async(get_user_model().objects.create_user)("bob")
+    bob_secret = (await sync_to_async(api_key_create)(owner=bob))[1]
+    _assert_openai_error(
+        await _post(client, "/v1/feedback", {"completion_id": body["id"], "rating": 1}, bob_secret),
+        404,
+    )
+
+
+async def test_streaming_forwards_each_chunk_then_done(secret, scripted) -> None:
+    response = await _post(
+        AsyncClient(),
+        "/v1/chat/completions",
+        {**BODY, "stream": True, "stream_options": {"include_usage": True}},
+        secret,
+    )
+    assert response.status_code == 200 and response["Content-Type"] == "text/event-stream"
+    raw = b"".join([part async for part in response.streaming_content]).decode()
+    events = [line[6:] for line in raw.splitlines() if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    content = [c["choices"][0]["delta"].get("content") for c in chunks if c["choices"]]
+    assert [c for c in content if c] == ["Hello", " there", " friend"]
+    assert chunks[-1]["usage"]["total_tokens"] == 6 and chunks[-1]["choices"] == []
+    assert all("token_ids" not in json.dumps(c) for c in chunks)
+    assert len({c["id"] for c in chunks}) == 1 and chunks[0]["id"].startswith("chatcmpl-")
+
+
+async def test_services_unavailable_mid_stream_is_reported_in_the_stream(
+    secret, monkeypatch
+) -> None:
+    async def failing(messages, *, model, params=None, base_url=None):
+        yield _chunks("one two")[1]
+        raise ServingUnavailable("gone")
+
+    monkeypatch.setattr("webapp.api.views.stream_chat", failing)
+    response = await _post(AsyncClient(), "/v1/chat/completions", {**BODY, "stream": True}, secret)
+    raw = b"".join([part async for part in response.streaming_content]).decode()
+    assert '"error"' in raw and raw.rstrip().endswith("data: [DONE]")
+    answer = await sync_to_async(Message.objects.get)(role="assistant")
+    assert answer.status == "failed" and answer.content == "one"
+
+
+async def test_models_lists_the_stable_id_and_the_base(secret) -> None:
+    response = await AsyncClient().get("/v1/models", headers={"Authorization": f"Bearer {secret}"})
+    ids = [m["id"] for m in json.loads(response.content)["data"]]
+    assert ids == ["parley", "SmolLM2-135M-Instruct"]
+
+
+async def test_the_openapi_schema_is_served() -> None:
+    schema = json.loads((await AsyncClient().get("/v1/openapi.json")).content)
+    assert {"/v1/models", "/v1/chat/completions", "/v1/feedback"} <= set(schema["paths"])
+
+
+@pytest.fixture(autouse=True)
+async def _close_worker_thread_connections():
+    """sync_to_async runs the ORM in a worker thread; close its connection so the test
+    database can be dropped at the end of the run."""
+    yield
+    from django.db import connections
+
+    await sync_to_async(connections.close_all)()

@@ -1,0 +1,191 @@
+"""Which conversation a request belongs to, what gets recorded, and next-state links."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from webapp.api.keys import api_key_create
+from webapp.api.sessions import api_turn_record
+from webapp.chat import services
+from webapp.chat.models import Conversation, Message
+from webapp.inference import ChoiceResult
+from webapp.learning.selectors import policy_version_live
+
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
+
+
+@pytest.fixture
+def key():
+    user = get_user_model().objects.create_user("alice")
+    return api_key_create(owner=user, name="t")[0]
+
+
+def _answer(turn, text: str) -> Message:
+    answer = services.assistant_message_start(
+        conversation=turn.conversation,
+        parent=turn.prompt_tail,
+        policy_version=policy_version_live(),
+        served_model="base",
+        sampling_params={},
+    )
+    return services.assistant_message_finish(
+        message=answer,
+        result=ChoiceResult(content=text, token_ids=[1, 2], token_logprobs=[-0.1, -0.2]),
+        prompt_token_ids=[5, 6],
+        usage=None,
+    )
+
+
+SYSTEM = {"role": "system", "content": "You are helpful. Time: 10:00"}
+
+
+def test_a_session_id_keeps_one_conversation_and_records_only_new_messages(key) -> None:
+    first = api_turn_record(
+        key=key, session_id="s1", messages=[SYSTEM, {"role": "user", "content": "hi"}]
+    )
+    answer = _answer(first, "hello!")
+    second = api_turn_record(
+        key=key,
+        session_id="s1",
+        messages=[
+            {"role": "system", "content": "You are helpful. Time: 10:05"},  # agents rewrite it
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello!"},
+            {"role": "user", "content": "and now?"},
+        ],
+    )
+    assert second.conversation == first.conversation
+    assert [m.content for m in second.new_messages] == ["and now?"]
+    assert second.new_messages[0].parent == answer
+    answer.refresh_from_db()
+    assert answer.next_state == second.new_messages[0]
+    assert Conversation.objects.count() == 1
+
+
+def test_the_user_field_is_a_session_too(key) -> None:
+    a = api_turn_record(key=key, user_field="bob", messages=[{"role": "user", "content": "x"}])
+    b = api_turn_record(key=key, user_field="bob", messages=[{"role": "user", "content": "y"}])
+    assert a.conversation == b.conversation
+    assert a.conversation.external_session_id == "user:bob"
+
+
+def test_without_an_id_the_conversation_whose_messages_are_a_prefix_is_found(key) -> None:
+    first = api_turn_record(key=key, messages=[{"role": "user", "content": "q1"}])
+    _answer(first, "a1")
+    other = api_turn_record(key=key, messages=[{"role": "user", "content": "unrelated"}])
+    follow = api_turn_record(
+        key=key,
+        messages=[
+            {"role": "user", "content": "q1"},
+            {"role": "assistant", "content": "a1"},
+            {"role": "user", "content": "q2"},
+        ],
+    )
+    assert follow.conversation == first.conversation != other.conversation
+
+
+def test_parallel_tool_results_together_are_the_next_state(key) -> None:
+    turn = api_turn_record(
+        key=key, session_id="tools", messages=[{"role": "user", "content": "weather?"}]
+    )
+    calls = [
+        {"id": f"c{i}", "type": "function", "function": {"name": "w", "arguments": "{}"}}
+        for i in (1, 2)
+    ]
+    answer = services.assistant_message_start(
+        conversation=turn.conversation,
+        parent=turn.prompt_tail,
+        policy_version=policy_version_live(),
+        served_model="base",
+        sampling_params={},
+    )
+    services.assistant_message_finish(
+        message=answer,
+        result=ChoiceResult(content="", tool_calls=calls),
+        prompt_token_ids=None,
+        usage=None,
+    )
+    nxt = api_turn_record(
+        key=key,
+        session_id="tools",
+        messages=[
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": "", "tool_calls": calls},
+            {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+            {"role": "tool", "tool_call_id": "c2", "content": "warm"},
+        ],
+    )
+    assert [m.role for m in nxt.new_messages] == ["tool", "tool"]
+    answer.refresh_from_db()
+    assert answer.next_state == nxt.new_messages[0]
+    assert nxt.new_messages[1].parent == nxt.new_messages[0]
+
+
+def test_side_turns_are_recorded_off_the_main_line_and_never_link(key) -> None:
+    first = api_turn_record(key=key, session_id="s", messages=[{"role": "user", "content": "hi"}])
+    answer = _answer(first, "hello")
+    side = api_turn_record(
+        key=key,
+        session_id="s",
+        turn_type="side",
+        messages=[
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"},
+            {"role": "user", "content": "HEARTBEAT"},
+        ],
+    )
+    assert side.new_messages[0].turn_type == "side" and not side.new_messages[0].selected
+    answer.refresh_from_db()
+    assert answer.next_state is None
+    main = api_turn_record(
+        key=key,
+        session_id="s",
+        messages=[
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"},
+            {"role": "user", "content": "real reply"},
+        ],
+    )
+    answer.refresh_from_db()
+    assert answer.next_state == main.new_messages[0]
+
+
+def test_an_edited_history_forks_instead_of_overwriting(key) -> None:
+    first = api_turn_record(key=key, session_id="f", messages=[{"role": "user", "content": "v1"}])
+    _answer(first, "answer")
+    edited = api_turn_record(key=key, session_id="f", messages=[{"role": "user", "content": "v2"}])
+    assert edited.new_messages[0].parent is None
+    assert Message.objects.filter(conversation=first.conversation).count() == 3
+
+
+def test_a_repeated_prompt_answers_as_a_sibling(key) -> None:
+    first = api_turn_record(key=key, session_id="r", messages=[{"role": "user", "content": "q"}])
+    _answer(first, "one")
+    again = api_turn_record(key=key, session_id="r", messages=[{"role": "user", "content": "q"}])
+    assert again.new_messages == [] and again.prompt_tail == first.prompt_tail
+
+
+def test_a_closed_session_starts_a_new_conversation(key) -> None:
+    first = api_turn_record(key=key, session_id="c", messages=[{"role": "user", "content": "q"}])
+    services.conversation_close(conversation=first.conversation)
+    second = api_turn_record(key=key, session_id="c", messages=[{"role": "user", "content": "q"}])
+    assert second.conversation != first.conversation
+
+
+def test_idle_sessions_close_so_their_last_turn_is_kept(key) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from trainer.tasks.sessions import close_idle_sessions
+
+    idle = api_turn_record(key=key, session_id="idle", messages=[{"role": "user", "content": "q"}])
+    busy = api_turn_record(key=key, session_id="busy", messages=[{"role": "user", "content": "q"}])
+    Conversation.objects.filter(pk=idle.conversation.pk).update(
+        last_activity_at=timezone.now() - timedelta(hours=2)
+    )
+    assert close_idle_sessions() == 1
+    idle.conversation.refresh_from_db()
+    busy.conversation.refresh_from_db()
+    assert idle.conversation.closed_at is not None and busy.conversation.closed_at is None

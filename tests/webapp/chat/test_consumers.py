@@ -1,0 +1,306 @@
+"""The chat websocket through the real ASGI application (origin check, session auth, routing).
+
+A scripted ``stream_chat`` stands in for vLLM where the test needs to control timing (Stop,
+a closed page) or failures; the last test talks to the real vLLM server of the ``stack``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+
+from webapp import inference
+from webapp.asgi import application
+from webapp.chat import consumers, services
+from webapp.chat.models import Message
+from webapp.inference import ServingError, ServingUnavailable
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
+
+
+def chunk(text: str = "", *, token: int | None = None, finish: str | None = None, **extra: Any):
+    choice: dict[str, Any] = {"index": 0, "delta": {"content": text} if text else {}}
+    if token is not None:
+        choice["token_ids"] = [token]
+        choice["logprobs"] = {"content": [{"token": text, "logprob": -0.25}]}
+    if finish:
+        choice["finish_reason"] = finish
+    return {"id": extra.pop("id", "chatcmpl-x"), "choices": [choice], **extra}
+
+
+class ScriptedStream:
+    """A fake ``stream_chat``: yields fixed chunks, then raises, hangs or ends."""
+
+    def __init__(
+        self, chunks: list[dict[str, Any]], *, then: Exception | None = None, hang: bool = False
+    ) -> None:
+        self.chunks, self.then, self.hang = chunks, then, hang
+        self.calls: list[dict[str, Any]] = []
+
+    async def __call__(self, messages, *, model, params=None, base_url=None):
+        call = {"messages": messages, "model": model, "params": params, "closed": False}
+        self.calls.append(call)
+        try:
+            for item in self.chunks:
+                await asyncio.sleep(0.01)
+                yield item
+            if self.then is not None:
+                raise self.then
+            if self.hang:
+                await asyncio.Event().wait()
+        finally:
+            call["closed"] = True
+
+
+def completion(*parts: str) -> list[dict[str, Any]]:
+    cid = f"chatcmpl-{uuid.uuid4().hex}"
+    chunks = [chunk(id=cid, prompt_token_ids=[11, 12, 13])]
+    chunks += [chunk(text, token=100 + i, id=cid) for i, text in enumerate(parts)]
+    usage = {"prompt_tokens": 3, "completion_tokens": len(parts), "total_tokens": 3 + len(parts)}
+    chunks.append(chunk(finish="stop", id=cid))
+    chunks.append({"id": cid, "choices": [], "usage": usage})
+    return chunks
+
+
+@pytest.fixture
+def fake_stream(monkeypatch):
+    def install(stream: ScriptedStream) -> ScriptedStream:
+        monkeypatch.setattr(consumers, "stream_chat", stream)
+        return stream
+
+    return install
+
+
+async def open_socket(user, conversation_id: int) -> tuple[WebsocketCommunicator, bool, Any]:
+    headers = [(b"origin", b"http://testserver")]
+    if user is not None:
+        client = Client()
+        await database_sync_to_async(client.force_login)(user)
+        headers.append((b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()))
+    socket = WebsocketCommunicator(application, f"/ws/chat/{conversation_id}/", headers=headers)
+    connected, code = await socket.connect()
+    return socket, connected, code
+
+
+async def receive_until_idle(socket: WebsocketCommunicator, timeout: float = 5) -> list[str]:
+    frames: list[str] = []
+    while True:
+        frame = await socket.receive_from(timeout=timeout)
+        frames.append(frame)
+        if 'data-state="idle"' in frame:
+            return frames
+
+
+def deltas(frames: list[str]) -> list[str]:
+    return [f for f in frames if f.startswith('<span id="message-') and "-stream" in f]
+
+
+@database_sync_to_async
+def messages_of(conversation) -> list[Message]:
+    return list(conversation.messages.select_related("policy_version").order_by("id"))
+
+
+@database_sync_to_async
+def new_conversation(owner, content: str = ""):
+    return services.conversation_start(owner=owner, content=content)
+
+
+async def send(socket: WebsocketCommunicator, **data: Any) -> None:
+    await socket.send_to(text_data=json.dumps({**data, "HEADERS": {"HX-Request": "true"}}))
+
+
+async def test_the_answer_streams_delta_by_delta_and_is_stored_as_sampled(alice, fake_stream):
+    stream = fake_stream(ScriptedStream(completion("Hel", "lo", " <b>there</b>")))
+    conversation = await new_conversation(alice)
+    socket, connected, _ = await open_socket(alice, conversation.pk)
+    assert connected
+    await send(socket, action="send", content="Hi!")
+    frames = await receive_until_idle(socket)
+    await socket.disconnect()
+
+    question, reply = await messages_of(conversation)
+    assert (question.role, question.content) == ("user", "Hi!")
+    assert 'data-saved="1"' in frames[0] and "Hi!" in frames[0]
+    assert f'id="conversation-item-{conversation.pk}"' in frames[0]  # titled by the message
+    assert f'id="learning-status-{reply.pk}"' in frames[1]
+    assert [re.sub(r"<[^>]+>", "", f) for f in deltas(frames)] == [
+        "Hel",
+        "lo",
+        " &lt;b&gt;there&lt;/b&gt;",
+    ]
+    assert "<b>there" not in "".join(frames)
+    assert (reply.content, reply.status) == ("Hello <b>there</b>", "complete")
+    assert reply.token_ids == [100, 101, 102] and reply.token_logprobs == [-0.25] * 3
+    assert reply.prompt_token_ids == [11, 12, 13]
+    assert reply.usage["completion_tokens"] == 3 and reply.finish_reason == "stop"
+    assert reply.policy_version.label == "v0" and reply.served_model == "base"
+    assert stream.calls[0]["messages"] == [{"role": "user", "content": "Hi!"}]
+    assert stream.calls[0]["model"] == "base"
+    assert stream.calls[0]["params"] == {"max_tokens": 512, "temperature": 0.7}
+    assert f'id="thumb-up-{reply.pk}"' in frames[-1]
+
+
+async def test_stop_cancels_the_generation_and_keeps_what_was_written(alice, fake_stream):
+    stream = fake_stream(ScriptedStream(completion("One", " two")[:3], hang=True))
+    conversation = await new_conversation(alice)
+    socket, _, _ = await open_socket(alice, conversation.pk)
+    await send(socket, action="send", content="Count slowly")
+    frames: list[str] = []
+    while len(deltas(frames)) < 2:
+        frames.append(await socket.receive_from(timeout=5))
+    await send(socket, action="stop")
+    frames = await receive_until_idle(socket)
+    await socket.disconnect()
+
+    _, reply = await messages_of(conversation)
+    assert (reply.status, reply.content, reply.finish_reason) == ("stopped", "One two", "stop")
+    assert reply.token_ids == [100, 101]
+    assert stream.calls[0]["closed"], "the stream (and with it the vLLM request) was not closed"
+    assert "Stopped before the end." in frames[-1]
+
+
+async def test_closing_the_page_stops_the_answer_and_stores_it(alice, fake_stream):
+    stream = fake_stream(ScriptedStream(completion("Partial")[:2], hang=True))
+    conversation = await new_conversation(alice)
+    socket, _, _ = await open_socket(alice, conversation.pk)
+    await send(socket, action="send", content="Tell me a long story")
+    frames: list[str] = []
+    while not deltas(frames):
+        frames.append(await socket.receive_from(timeout=5))
+    await socket.disconnect()
+    _, reply = await messages_of(conversation)
+    assert (reply.status, reply.content) == ("stopped", "Partial")
+    assert stream.calls[0]["closed"]
+
+
+@pytest.mark.parametrize(
+    ("error", "shown"),
+    [
+        (ServingUnavailable("the model server at x is not answering"), "not answering right now"),
+        (
+            ServingError(400, "This model's maximum context length is 2048 tokens"),
+            "maximum context length is 2048 tokens",
+        ),
+    ],
+)
+async def test_a_serving_failure_is_shown_with_retry_and_the_message_is_kept(
+    alice, fake_stream, error, shown
+):
+    fake_stream(ScriptedStream([], then=error))
+    conversation = await new_conversation(alice)
+    socket, _, _ = await open_socket(alice, conversation.pk)
+    await send(socket, action="send", content="Are you there?")
+    frames = await receive_until_idle(socket)
+    await socket.disconnect()
+    question, reply = await messages_of(conversation)
+    assert question.content == "Are you there?"
+    assert reply.status == "failed" and shown in reply.error
+    assert shown in frames[-1] and "Retry" in frames[-1] and 'role="alert"' in frames[-1]
+
+
+async def test_retry_and_regenerate_make_siblings_of_the_same_prompt(alice, fake_stream):
+    fake_stream(ScriptedStream([], then=ServingUnavailable("down")))
+    conversation = await new_conversation(alice)
+    socket, _, _ = await open_socket(alice, conversation.pk)
+    await send(socket, action="send", content="Hello")
+    await receive_until_idle(socket)
+    question, _ = await messages_of(conversation)
+
+    fake_stream(ScriptedStream(completion("Hi", "!")))
+    await send(socket, action="generate", parent=question.pk)
+    frames = await receive_until_idle(socket)
+    assert 'id="transcript"' in frames[0] and "2/2" in frames[0]
+    fake_stream(ScriptedStream(completion("Hey")))
+    await send(socket, action="generate", parent=question.pk)
+    frames = await receive_until_idle(socket)
+    await socket.disconnect()
+    assert "3/3" in frames[0]
+    messages = await messages_of(conversation)
+    answers = [m for m in messages if m.role == "assistant"]
+    assert [(m.parent_id, m.status, m.content) for m in answers] == [
+        (question.pk, "failed", ""),
+        (question.pk, "complete", "Hi!"),
+        (question.pk, "complete", "Hey"),
+    ]
+    assert [m.selected for m in answers] == [False, False, True]
+
+
+async def test_answer_on_open_answers_only_an_unanswered_message(alice, fake_stream):
+    stream = fake_stream(ScriptedStream(completion("Sure")))
+    conversation = await new_conversation(alice, "Started from the front form")
+    (question,) = await messages_of(conversation)
+    socket, _, _ = await open_socket(alice, conversation.pk)
+    await send(socket, action="answer", parent=question.pk)
+    await receive_until_idle(socket)
+    await send(socket, action="answer", parent=question.pk)
+    assert await socket.receive_nothing(timeout=0.5)
+    await socket.disconnect()
+    assert len(stream.calls) == 1
+    assert [m.content for m in await messages_of(conversation)] == [question.content, "Sure"]
+
+
+async def test_a_second_message_while_answering_is_refused_not_stored(alice, fake_stream):
+    fake_stream(ScriptedStream(completion("Working")[:2], hang=True))
+    conversation = await new_conversation(alice)
+    socket, _, _ = await open_socket(alice, conversation.pk)
+    await send(socket, action="send", content="First")
+    frames: list[str] = []
+    while not deltas(frames):
+        frames.append(await socket.receive_from(timeout=5))
+    await send(socket, action="send", content="Second")
+    refusal = await socket.receive_from(timeout=5)
+    assert "stop it first" in refusal and 'data-saved="0"' in refusal
+    await send(socket, action="stop")
+    await receive_until_idle(socket)
+    await socket.disconnect()
+    assert [m.content for m in await messages_of(conversation) if m.role == "user"] == ["First"]
+
+
+async def test_generate_for_a_message_of_another_conversation_is_refused(alice, bob, fake_stream):
+    stream = fake_stream(ScriptedStream(completion("x")))
+    mine = await new_conversation(alice)
+    theirs = await new_conversation(bob, "Bob's secret question")
+    (their_question,) = await messages_of(theirs)
+    socket, _, _ = await open_socket(alice, mine.pk)
+    await send(socket, action="generate", parent=their_question.pk)
+    refusal = await socket.receive_from(timeout=5)
+    await socket.disconnect()
+    assert "not in this conversation" in refusal
+    assert stream.calls == []
+
+
+async def test_another_users_or_an_anonymous_socket_is_closed(alice, bob):
+    conversation = await new_conversation(alice)
+    for user in (bob, None):
+        socket, connected, code = await open_socket(user, conversation.pk)
+        assert not connected and code == consumers.CLOSE_NOT_FOUND
+        await socket.disconnect()
+
+
+@pytest.mark.stack
+async def test_the_real_model_streams_an_answer_that_is_stored_with_its_tokens(
+    alice, stack, settings, monkeypatch
+):
+    settings.VLLM_BASE_URLS = [stack.vllm_url]
+    settings.CHAT_MAX_TOKENS = 12
+    settings.CHAT_TEMPERATURE = 0.0
+    monkeypatch.setattr(inference, "_replicas", None)
+    conversation = await new_conversation(alice)
+    socket, _, _ = await open_socket(alice, conversation.pk)
+    await send(socket, action="send", content="What is the capital of France?")
+    frames = await receive_until_idle(socket, timeout=120)
+    await socket.disconnect()
+    _, reply = await messages_of(conversation)
+    assert reply.status == "complete", reply.error
+    assert len(deltas(frames)) >= 2
+    assert reply.content and len(reply.token_ids) == reply.usage["completion_tokens"]
+    assert len(reply.token_logprobs) == len(reply.token_ids)
+    assert reply.prompt_token_ids and reply.finish_reason in ("stop", "length")

@@ -1,0 +1,260 @@
+"""From turns and feedback to judgements and samples, with a scripted judge model."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from trainer.tasks import judging
+from webapp.chat import services
+from webapp.chat.models import Message
+from webapp.inference import ChoiceResult
+from webapp.learning.models import Judgement, PolicyVersion, Sample
+from webapp.learning.selectors import policy_version_live
+
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
+
+
+@pytest.fixture
+def judge(monkeypatch):
+    """A judge model that answers from a script and counts its calls."""
+    script = {
+        "votes": ["ok \\boxed{-1}", "\\boxed{-1}", "\\boxed{1}"],
+        "hints": [
+            "[HINT_START]Answer in one short sentence.[HINT_END]",
+            "[HINT_START]ok[HINT_END]",
+            "none",
+        ],
+    }
+    calls: list[list[dict]] = []
+
+    def complete_n(endpoint, messages, n, *, batched=True):
+        calls.append(messages)
+        return script["hints" if "[HINT_START]" in messages[-1]["content"] else "votes"][:n]
+
+    monkeypatch.setattr(judging, "complete_n", complete_n)
+    monkeypatch.setattr("webapp.learning.triggers._send", lambda *a: None)
+    return calls
+
+
+@pytest.fixture
+def user():
+    return get_user_model().objects.create_user("alice")
+
+
+def _turn(
+    user, *, consent=True, turn_type="main", version=None, question="What is 2+2?", answer="5"
+):
+    conversation = services.conversation_create(owner=user)
+    services.conversation_set_train_consent(conversation=conversation, consent=consent)
+    prompt = services.message_append(conversation=conversation, role="user", content=question)
+    reply = services.assistant_message_start(
+        conversation=conversation,
+        parent=prompt,
+        policy_version=version or policy_version_live(),
+        served_model="base",
+        sampling_params={},
+        turn_type=turn_type,
+    )
+    return services.assistant_message_finish(
+        message=reply,
+        result=ChoiceResult(content=answer, token_ids=[7, 8], token_logprobs=[-1.0, -2.0]),
+        prompt_token_ids=[1, 2, 3],
+        usage=None,
+    )
+
+
+def _follow_up(answer: Message, text: str) -> Message:
+    nxt = services.message_append(
+        conversation=answer.conversation, role="user", content=text, parent=answer
+    )
+    services.message_link_next_state(turns=[answer], next_state=nxt)
+    return nxt
+
+
+def test_a_thumbs_up_is_the_reward_without_asking_the_prm(judge, user) -> None:
+    answer = _turn(user)
+    services.feedback_set(message=answer, author=user, rating=1)
+    judging.judge_turn(answer.pk)
+    judgement = Judgement.objects.get(message=answer)
+    assert (judgement.source, judgement.score, judgement.votes) == ("feedback", 1, [])
+    sample = Sample.objects.get(message=answer)
+    assert (sample.kind, sample.reward, sample.status) == ("rl", 1.0, "ready")
+    assert sample.response_token_ids == [7, 8] and sample.response_logprobs == [-1.0, -2.0]
+    assert sample.prompt_token_ids == [1, 2, 3]
+    assert sample.prompt_messages == [{"role": "user", "content": "What is 2+2?"}]
+    assert judge == []
+
+
+def test_a_thumbs_down_with_a_comment_is_a_combined_sample_with_the_users_hint(judge, user) -> None:
+    answer = _turn(user)
+    services.feedback_set(
+        message=answer,
+        author=user,
+        rating=-1,
+        comment="  It is 4, be precise. ",
+        tags=["not correct"],
+        allowed_tags=["not correct"],
+    )
+    judging.judge_turn(answer.pk)
+    sample = Sample.objects.get(message=answer)
+    assert (sample.kind, sample.reward) == ("combined", -1.0)
+    assert sample.hint == "It is 4, be precise. (Reasons: not correct.)"
+
+
+def test_a_correction_alone_is_an_opd_sample_and_kept_for_supervision(judge, user) -> None:
+    answer = _turn(user)
+    services.feedback_set(message=answer, author=user, correction="2+2 = 4.")
+    judging.judge_turn(answer.pk)
+    sample = Sample.objects.get(message=answer)
+    assert sample.kind in ("opd", "combined") and sample.correction == "2+2 = 4."
+
+
+def test_a_plain_follow_up_is_judged_by_majority_of_prm_votes(judge, user) -> None:
+    answer = _turn(user)
+    _follow_up(answer, "No, that's wrong. Try again.")
+    judging.judge_turn(answer.pk)
+    judgement = Judgement.objects.get(message=answer)
+    assert judgement.source == "prm" and judgement.score == -1
+    assert [v["score"] for v in judgement.votes] == [-1, -1, 1]
+    assert all(v["text"] for v in judgement.votes)
+    assert judgement.hint == "Answer in one short sentence."
+    prm_prompt = judge[0][-1]["content"]
+    assert "What is 2+2?" in prm_prompt and "5" in prm_prompt and "No, that's wrong" in prm_prompt
+    sample = Sample.objects.get(message=answer)
+    assert (sample.kind, sample.reward, sample.hint) == (
+        "combined",
+        -1.0,
+        "Answer in one short sentence.",
+    )
+
+
+def test_a_tie_and_no_useful_hint_makes_no_sample(judge, user) -> None:
+    judge.clear()
+    answer = _turn(user)
+    _follow_up(answer, "hmm")
+    import trainer.tasks.judging as module
+
+    module.complete_n = lambda endpoint, messages, n, batched=True: [
+        "\\boxed{1}",
+        "\\boxed{-1}",
+        "no box",
+    ]
+    judging.judge_turn(answer.pk)
+    assert Judgement.objects.get(message=answer).score == 0
+    assert not Sample.objects.filter(message=answer).exists()
+
+
+@pytest.mark.parametrize("case", ["no consent", "side turn", "old version"])
+def test_turns_that_must_never_become_samples(judge, user, settings, case) -> None:
+    settings.SAMPLE_MAX_VERSION_LAG = 2
+    version = None
+    if case == "old version":
+        version = PolicyVersion.objects.get(number=0)
+        PolicyVersion.objects.filter(number=0).update(status="retired")
+        PolicyVersion.objects.create(number=5, status="live", adapter_path="/x")
+    answer = _turn(
+        user,
+        consent=case != "no consent",
+        turn_type="side" if case == "side turn" else "main",
+        version=version,
+    )
+    services.feedback_set(message=answer, author=user, rating=1)
+    judging.judge_turn(answer.pk)
+    assert not Sample.objects.filter(message=answer).exists()
+
+
+def test_a_redelivered_task_leaves_one_judgement_and_one_sample(judge, user) -> None:
+    answer = _turn(user)
+    _follow_up(answer, "Wrong.")
+    judging.judge_turn(answer.pk)
+    judging.judge_turn(answer.pk)
+    judging.judge_message.run(answer.pk)
+    assert Judgement.objects.filter(message=answer).count() == 1
+    assert Sample.objects.filter(message=answer).count() == 1
+
+
+def test_changed_feedback_supersedes_the_ready_sample(judge, user) -> None:
+    answer = _turn(user)
+    services.feedback_set(message=answer, author=user, rating=1)
+    judging.judge_turn(answer.pk)
+    services.feedback_set(message=answer, author=user, rating=-1)
+    judging.judge_turn(answer.pk)
+    statuses = sorted(Sample.objects.filter(message=answer).values_list("reward", "status"))
+    assert statuses == [(-1.0, "ready"), (1.0, "superseded")]
+
+
+def test_a_closed_session_without_samples_keeps_its_last_turn(judge, user) -> None:
+    first = _turn(user, question="Hi", answer="Hello!")
+    conversation = first.conversation
+    prompt = services.message_append(
+        conversation=conversation, role="user", content="Bye", parent=first
+    )
+    last = services.assistant_message_finish(
+        message=services.assistant_message_start(
+            conversation=conversation,
+            parent=prompt,
+            policy_version=policy_version_live(),
+            served_model="base",
+            sampling_params={},
+        ),
+        result=ChoiceResult(content="Goodbye!", token_ids=[9], token_logprobs=[-0.1]),
+        prompt_token_ids=[1],
+        usage=None,
+    )
+    services.conversation_close(conversation=conversation)
+    judging.finalize_session.run(conversation.pk)
+    sample = Sample.objects.get(message__conversation=conversation)
+    assert sample.message == last
+    assert sample.judgement.source == "session_end"
+    assert "ended the conversation" in judge[0][-1]["content"]
+    judging.finalize_session.run(conversation.pk)
+    assert Sample.objects.filter(message__conversation=conversation).count() == 1
+
+
+def test_feedback_and_next_states_queue_the_judge_after_commit(
+    user, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    sent: list[tuple[str, int]] = []
+    monkeypatch.setattr(
+        "webapp.learning.triggers._send", lambda name, arg, queue="judge": sent.append((name, arg))
+    )
+    answer = _turn(user)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.feedback_set(message=answer, author=user, rating=1)
+    assert sent == [("trainer.tasks.judging.judge_message", answer.pk)]
+    with django_capture_on_commit_callbacks(execute=True):
+        _follow_up(answer, "thanks")
+    assert sent[-1] == ("trainer.tasks.judging.judge_message", answer.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.conversation_close(conversation=answer.conversation)
+    assert sent[-1] == ("trainer.tasks.judging.finalize_session", answer.conversation.pk)
+    with django_capture_on_commit_callbacks(execute=False) as pending:
+        services.feedback_set(message=answer, author=user, rating=-1)
+    assert len(pending) == 1 and len(sent) == 3  # nothing is sent before the commit
+
+
+def test_the_sweep_finds_turns_that_were_never_queued(judge, user) -> None:
+    from webapp.learning.services import turns_awaiting_judgement
+
+    answer = _turn(user)
+    _follow_up(answer, "ok then")
+    assert turns_awaiting_judgement() == [answer.pk]
+    judging.judge_turn(answer.pk)
+    assert turns_awaiting_judgement() == []
+
+
+def test_export_jsonl_writes_conversations_judgements_and_samples(judge, user, tmp_path) -> None:
+    answer = _turn(user)
+    services.feedback_set(message=answer, author=user, rating=1, comment="Great, thanks a lot!")
+    judging.judge_turn(answer.pk)
+    out = tmp_path / "export.jsonl"
+    call_command("export_jsonl", "--out", str(out), stderr=StringIO())
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["type"] for r in records] == ["conversation", "judgement", "sample"]
+    assert records[0]["messages"][1]["feedback"][0]["comment"] == "Great, thanks a lot!"
+    assert records[2]["response_token_ids"] == [7, 8]

@@ -1,0 +1,197 @@
+"""When updates run, which samples they consume (exactly once), publishing and rollback."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from webapp.chat import services
+from webapp.inference import ChoiceResult
+from webapp.learning import training
+from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
+from webapp.learning.selectors import policy_version_live
+
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
+
+
+@pytest.fixture(autouse=True)
+def no_broker(monkeypatch):
+    queued: list[int] = []
+    monkeypatch.setattr("webapp.learning.triggers._send", lambda *a, **k: None)
+    monkeypatch.setattr("trainer.tasks.training.train_update.delay", queued.append)
+    return queued
+
+
+@pytest.fixture
+def pushed(monkeypatch):
+    calls: list[dict] = []
+
+    def push(adapter_dir, *, lora_name, serving_urls, timeout=30.0):
+        calls.append({"dir": str(adapter_dir), "name": lora_name, "urls": list(serving_urls)})
+        return [{"replica": u, "status": 200} for u in serving_urls]
+
+    monkeypatch.setattr("trainer.publish.push", push)
+    return calls
+
+
+def _samples(n: int) -> list[Sample]:
+    user = get_user_model().objects.get_or_create(username="alice")[0]
+    out = []
+    for i in range(n):
+        conversation = services.conversation_create(owner=user)
+        prompt = services.message_append(conversation=conversation, role="user", content=f"q{i}")
+        answer = services.assistant_message_finish(
+            message=services.assistant_message_start(
+                conversation=conversation,
+                parent=prompt,
+                policy_version=policy_version_live(),
+                served_model="base",
+                sampling_params={},
+            ),
+            result=ChoiceResult(content="a", token_ids=[5, 6], token_logprobs=[-1.0, -1.0]),
+            prompt_token_ids=[1, 2],
+            usage=None,
+        )
+        judgement = Judgement.objects.create(
+            message=answer, fingerprint=f"f{i}", source="feedback", score=1
+        )
+        out.append(
+            Sample.objects.create(
+                message=answer,
+                judgement=judgement,
+                kind="rl",
+                reward=1.0,
+                prompt_token_ids=[1, 2],
+                response_token_ids=[5, 6],
+                response_logprobs=[-1.0, -1.0],
+                prompt_messages=[{"role": "user", "content": f"q{i}"}],
+                policy_version=policy_version_live(),
+            )
+        )
+    return out
+
+
+def test_an_update_is_queued_only_when_the_batch_is_full(
+    settings, no_broker, django_capture_on_commit_callbacks
+) -> None:
+    settings.TRAIN_BATCH_SIZE, settings.TRAIN_MAX_WAIT_S = 3, 3600
+    _samples(2)
+    assert training.training_update_maybe_queue() is None
+    _samples(1)
+    with django_capture_on_commit_callbacks(execute=True):
+        update = training.training_update_maybe_queue()
+    assert update is not None and no_broker == [update.pk]
+    assert (
+        update.config["algorithm"] == settings.TRAIN_ALGORITHM and update.config["clip_low"] == 0.2
+    )
+
+
+def test_samples_that_waited_too_long_trigger_a_smaller_update(settings) -> None:
+    settings.TRAIN_BATCH_SIZE, settings.TRAIN_MAX_WAIT_S = 8, 0
+    _samples(1)
+    assert training.training_update_maybe_queue() is not None
+
+
+def test_single_flight_one_update_at_a_time(settings) -> None:
+    settings.TRAIN_BATCH_SIZE = 1
+    _samples(3)
+    first = training.training_update_maybe_queue()
+    assert first is not None
+    assert training.training_update_maybe_queue() is None
+    training.training_update_claim(update_id=first.pk)
+    assert training.training_update_maybe_queue() is None
+
+
+def test_samples_are_consumed_exactly_once(settings, tmp_path) -> None:
+    settings.TRAIN_BATCH_SIZE = 2
+    samples = _samples(3)
+    update = training.training_update_maybe_queue(force=True)
+    claimed = training.training_update_claim(update_id=update.pk)
+    assert claimed.summary["sample_ids"] == [samples[0].pk, samples[1].pk]
+    # A crash here leaves every sample ready: a redelivered task claims the same batch again.
+    assert Sample.objects.filter(status="ready").count() == 3
+    again = training.training_update_claim(update_id=update.pk)
+    assert again.summary["sample_ids"] == claimed.summary["sample_ids"]
+    version = training.training_update_finish(
+        update=again,
+        summary={"loss": 0.1},
+        adapter_dir=tmp_path,
+        probe={"probe_kl": 0.01},
+        passed=True,
+        reasons=[],
+    )
+    assert version.number == 1 and version.status == "candidate"
+    assert sorted(Sample.objects.filter(status="consumed").values_list("pk", flat=True)) == [
+        samples[0].pk,
+        samples[1].pk,
+    ]
+    assert Sample.objects.get(pk=samples[2].pk).status == "ready"
+    assert training.training_update_claim(update_id=update.pk) is None  # finished: nothing to redo
+
+
+def test_a_candidate_that_fails_the_gate_is_recorded_not_published(tmp_path, pushed) -> None:
+    _samples(1)
+    update = training.training_update_claim(
+        update_id=training.training_update_maybe_queue(force=True).pk
+    )
+    version = training.training_update_finish(
+        update=update,
+        summary={},
+        adapter_dir=tmp_path,
+        probe={"probe_kl": 9.0},
+        passed=False,
+        reasons=["probe KL 9.0 > 0.5"],
+    )
+    assert version.status == "rejected"
+    assert TrainingUpdate.objects.get(pk=update.pk).status == "rejected"
+    with pytest.raises(training.PublishFailed):
+        training.policy_version_publish(version=version)
+    assert pushed == [] and policy_version_live().number == 0
+
+
+def test_publish_loads_every_replica_then_goes_live_and_rollback_uses_the_same_path(
+    settings, tmp_path, pushed
+) -> None:
+    settings.VLLM_BASE_URLS = ["http://a:1/v1", "http://b:2/v1"]
+    v1 = PolicyVersion.objects.create(
+        number=1, adapter_path=str(tmp_path / "v1"), status="candidate"
+    )
+    v2 = PolicyVersion.objects.create(
+        number=2, adapter_path=str(tmp_path / "v2"), status="candidate"
+    )
+    training.policy_version_publish(version=v1)
+    training.policy_version_publish(version=v2)
+    assert [c["name"] for c in pushed] == ["parley-v1", "parley-v2"]
+    assert pushed[0]["urls"] == settings.VLLM_BASE_URLS
+    assert policy_version_live() == v2
+    training.policy_version_publish(version=v1)  # rollback
+    assert policy_version_live() == v1
+    assert PolicyVersion.objects.get(pk=v2.pk).status == "retired"
+    assert PolicyVersion.objects.filter(status="live").count() == 1
+
+
+def test_a_refusing_replica_publishes_nothing(settings, tmp_path, monkeypatch) -> None:
+    from trainer.publish import PublishError
+
+    def refuse(*a, **k):
+        raise PublishError("http://b:2/v1", "answered 500")
+
+    monkeypatch.setattr("trainer.publish.push", refuse)
+    v1 = PolicyVersion.objects.create(number=1, adapter_path=str(tmp_path), status="candidate")
+    with pytest.raises(training.PublishFailed, match="b:2"):
+        training.policy_version_publish(version=v1)
+    assert policy_version_live().number == 0
+
+
+def test_the_training_lock_is_single_flight() -> None:
+    from django.db import connections
+
+    with training.training_lock() as first:
+        assert first
+        other = connections.create_connection("default")
+        try:
+            with other.cursor() as cursor:
+                cursor.execute("SELECT pg_try_advisory_lock(%s)", [training.TRAINING_LOCK_KEY])
+                assert cursor.fetchone()[0] is False
+        finally:
+            other.close()

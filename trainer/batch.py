@@ -1,0 +1,131 @@
+"""Training samples as plain dataclasses, and their collation into padded tensors.
+
+The caller (a Celery task) turns database rows into ``TrainingSample``s; nothing here knows
+about Django. Tokens are the ones serving sampled, never a re-tokenised copy of the text: the
+only tokenisation done here is of prompts the caller builds (the hinted teacher prompt).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+HINT_PREFIX = "\n\n[Hint] "
+
+
+@dataclass(frozen=True)
+class TrainingSample:
+    prompt_token_ids: list[int]
+    """The prompt exactly as serving tokenised it (chat template, generation prompt included)."""
+
+    response_token_ids: list[int]
+    """The tokens serving sampled for the answer."""
+
+    sampler_logprobs: list[float]
+    """Serving's log-probability of each response token (same length as response_token_ids)."""
+
+    reward: float | None = None
+    """The judged reward (+1/−1/0), or None when the turn has no reward (OPD only)."""
+
+    hint: str | None = None
+    """The hint text (from a comment or the judge), or None when there is none (RL only)."""
+
+    teacher_prompt_token_ids: list[int] | None = None
+    """The prompt with the hint appended to the last user message (see hinted_prompt_ids)."""
+
+    correction_token_ids: list[int] | None = None
+    """The answer the user wrote instead, trained with a supervised loss under the same prompt."""
+
+    group_id: str | None = None
+    """Siblings regenerated for the same prompt share this id and form one GRPO group."""
+
+    def __post_init__(self) -> None:
+        if not self.prompt_token_ids:
+            raise ValueError(
+                "a sample needs a prompt: the first token has nothing to be scored from"
+            )
+        if len(self.sampler_logprobs) != len(self.response_token_ids):
+            raise ValueError(
+                f"{len(self.sampler_logprobs)} sampler log-probs for "
+                f"{len(self.response_token_ids)} response tokens"
+            )
+        if self.hint is not None and self.teacher_prompt_token_ids is None:
+            raise ValueError("a sample with a hint needs teacher_prompt_token_ids")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Prompt + target sequences, right-padded to one length T."""
+
+    input_ids_B_T: Tensor
+    attention_mask_B_T: Tensor
+    target_mask_B_T: Tensor
+    """1 on the target (response or correction) tokens, 0 on prompt and padding."""
+    target_logp_B_T: Tensor
+    """Given log-probs of the target tokens (the sampler's), 0 elsewhere."""
+
+    def to(self, device: torch.device | str) -> Batch:
+        return Batch(*(tensor.to(device) for tensor in vars(self).values()))
+
+
+def collate(
+    prompts: list[list[int]],
+    targets: list[list[int]],
+    *,
+    pad_id: int = 0,
+    target_logprobs: list[list[float]] | None = None,
+) -> Batch:
+    """Concatenate each prompt with its target, right-pad with pad_id, mask the target tokens."""
+    lengths = [len(prompt) + len(target) for prompt, target in zip(prompts, targets, strict=True)]
+    B, T = len(lengths), max(lengths, default=0)
+    input_ids_B_T = torch.full((B, T), pad_id, dtype=torch.long)
+    attention_mask_B_T = torch.zeros((B, T), dtype=torch.long)
+    target_mask_B_T = torch.zeros((B, T), dtype=torch.float32)
+    target_logp_B_T = torch.zeros((B, T), dtype=torch.float32)
+    for row, (prompt, target) in enumerate(zip(prompts, targets, strict=True)):
+        start, end = len(prompt), len(prompt) + len(target)
+        input_ids_B_T[row, :end] = torch.tensor(prompt + target, dtype=torch.long)
+        attention_mask_B_T[row, :end] = 1
+        target_mask_B_T[row, start:end] = 1.0
+        if target_logprobs is not None:
+            target_logp_B_T[row, start:end] = torch.tensor(target_logprobs[row])
+    return Batch(input_ids_B_T, attention_mask_B_T, target_mask_B_T, target_logp_B_T)
+
+
+def move_targets(values_B_S: Tensor, from_mask_B_S: Tensor, to_mask_B_T: Tensor) -> Tensor:
+    """Per-token target values from one layout to another with the same targets per row.
+
+    The teacher sees the same response tokens behind a longer (hinted) prompt; this puts its
+    log-probs at the positions the student batch uses. Rows must have equal target counts.
+    """
+    moved_B_T = torch.zeros(to_mask_B_T.shape, dtype=values_B_S.dtype, device=values_B_S.device)
+    moved_B_T[to_mask_B_T.bool()] = values_B_S[from_mask_B_S.bool()]
+    return moved_B_T
+
+
+def chat_prompt_ids(tokenizer: Any, messages: list[dict[str, Any]]) -> list[int]:
+    """The chat template applied with the generation prompt, tokenised as vLLM does it.
+
+    vLLM renders the template to text and tokenises it without adding special tokens again.
+    """
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def hinted_messages(messages: list[dict[str, Any]], hint: str) -> list[dict[str, Any]]:
+    """A copy of the messages with "\\n\\n[Hint] <hint>" appended to the last user message."""
+    hinted = copy.deepcopy(messages)
+    for message in reversed(hinted):
+        if message.get("role") == "user":
+            message["content"] = f"{message.get('content') or ''}{HINT_PREFIX}{hint.strip()}"
+            return hinted
+    raise ValueError("no user message to attach the hint to")
+
+
+def hinted_prompt_ids(tokenizer: Any, messages: list[dict[str, Any]], hint: str) -> list[int]:
+    """The OPD teacher's prompt: the conversation with the hint in the last user message."""
+    return chat_prompt_ids(tokenizer, hinted_messages(messages, hint))

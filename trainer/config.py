@@ -1,0 +1,137 @@
+"""The hyperparameters of one training update, as a frozen dataclass.
+
+A ``TrainingUpdate`` stores ``dataclasses.asdict(config)`` as JSON, so every update records the
+config it ran with; ``config_from_dict`` turns that JSON (or a settings dict) back into one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Algorithm = Literal["rl", "opd", "combined"]
+OldLogpSource = Literal["recompute", "sampler"]
+Teacher = Literal["base", "policy"]
+
+# vLLM's LoRA support for Llama-family models covers exactly these projections; an adapter
+# with any other target (embeddings, lm_head, norms) would train but fail to load in serving.
+VLLM_LORA_MODULES = frozenset(
+    {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+)
+
+
+@dataclass(frozen=True)
+class UpdateConfig:
+    algorithm: Algorithm = "combined"
+    """Which signal trains the policy: "rl" (reward as advantage), "opd" (teacher − student
+    log-probs per token, teacher = the model with the hint in its prompt) or "combined"
+    (w_rl·reward + w_opd·(teacher − old)). Samples lacking the chosen signal add no policy
+    gradient; corrections are trained under every algorithm."""
+
+    lr: float = 3e-4
+    """AdamW learning rate for the LoRA parameters, well above the 1e-5 usual for full
+    fine-tuning: LoRA's B starts at zero, only its product with A moves the model, and one
+    update is just a few steps on ~8 samples. Measured on SmolLM2-135M (8 samples, 2 steps,
+    combined): the "Sure!" opening's log-prob rises by 0.33 nats at 1e-4, 0.94 at 3e-4 and
+    1.66 at 1e-3, but at 1e-3 the second step already clips 35% of tokens (PPO's trust region
+    is doing the work), against 13% at 3e-4."""
+
+    steps_per_batch: int = 2
+    """Optimizer steps per update; each step is one full pass over the batch (gradients
+    accumulated over micro-batches). Step 1 reuses step 0's log-probs as the old policy."""
+
+    micro_batch_size: int = 4
+    """Sequences per forward/backward pass; lower it to save memory, results do not change."""
+
+    clip_low: float = 0.2
+    """PPO ratio may fall to 1 − clip_low before a negative advantage stops pushing it down."""
+
+    clip_high: float = 0.28
+    """PPO ratio may rise to 1 + clip_high before a positive advantage stops pushing it up
+    (DAPO's clip-higher: more room for unlikely tokens to grow)."""
+
+    kl_coef: float = 0.0
+    """Weight of the k3 KL(policy ‖ base) penalty on response tokens; 0 skips the reference
+    forward pass entirely. The probe gate bounds drift between versions either way."""
+
+    w_rl: float = 1.0
+    """Weight of the reward advantage in the combined advantage."""
+
+    w_opd: float = 1.0
+    """Weight of the per-token teacher − old advantage in the combined advantage."""
+
+    sft_coef: float = 0.5
+    """Weight of the supervised loss on a user's correction (the answer they wrote)."""
+
+    use_running_baseline: bool = False
+    """Subtract a running mean of rewards from rewards that are not in a GRPO group (groups of
+    two or more siblings are always group-normalised)."""
+
+    initial_baseline: float = 0.0
+    """Running baseline carried over from the previous update (its summary reports the new
+    one); only used with use_running_baseline."""
+
+    baseline_momentum: float = 0.9
+    """EMA momentum of the running baseline: b ← m·b + (1 − m)·r."""
+
+    old_logp_source: OldLogpSource = "recompute"
+    """Where the PPO ratio's "old" log-probs come from. "recompute" (default): the trainer's own
+    fp32 log-probs before the first step, so clipping only measures drift this update caused,
+    not the bf16/fp32 gap between vLLM and the trainer (which would otherwise use up the 0.2
+    clip range on some tokens and silently drop their gradient); the sampler mismatch is then
+    corrected by truncated importance weights min(π_old/π_sampler, tis_cap). It costs nothing
+    extra, because the first step's forward pass is exactly the old policy. "sampler": the
+    stored vLLM log-probs are the old policy, the ratio against them is the importance weight
+    and is truncated at tis_cap (dual clip)."""
+
+    tis_cap: float = 2.0
+    """Cap on the truncated importance weight (or on the ratio, with old_logp_source="sampler")."""
+
+    lora_rank: int = 16
+    """LoRA rank for a new adapter; must not exceed vLLM's --max-lora-rank (16 here)."""
+
+    lora_alpha: int = 32
+    """LoRA scaling numerator: the update is scaled by alpha / rank."""
+
+    lora_dropout: float = 0.0
+    """Dropout on the LoRA input. 0 keeps the first step's log-probs equal to the old policy's
+    (otherwise the trainer spends one extra forward pass to recompute them)."""
+
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    """Modules that get LoRA; only projections vLLM can serve (see VLLM_LORA_MODULES)."""
+
+    teacher: Teacher = "base"
+    """OPD teacher: "base" (adapter disabled: the frozen base model, a fixed target) or
+    "policy" (the current adapter at the start of the update, hint in the prompt)."""
+
+    max_grad_norm: float = 1.0
+    """Gradients of the LoRA parameters are clipped to this global norm before each step."""
+
+    seed: int = 0
+    """Seeds the new adapter's initialisation and every random draw, so reruns are identical."""
+
+    group_eps: float = 1e-6
+    """Added to the group std when normalising GRPO advantages."""
+
+    def __post_init__(self) -> None:
+        unsupported = set(self.target_modules) - VLLM_LORA_MODULES
+        if unsupported:
+            raise ValueError(f"vLLM cannot serve LoRA on {sorted(unsupported)}")
+        if self.algorithm not in ("rl", "opd", "combined"):
+            raise ValueError(f"unknown algorithm {self.algorithm!r}")
+        if self.old_logp_source not in ("recompute", "sampler"):
+            raise ValueError(f"unknown old_logp_source {self.old_logp_source!r}")
+        if self.teacher not in ("base", "policy"):
+            raise ValueError(f"unknown teacher {self.teacher!r}")
+        if self.steps_per_batch < 1 or self.micro_batch_size < 1:
+            raise ValueError("steps_per_batch and micro_batch_size must be at least 1")
+
+
+def config_from_dict(values: dict[str, Any]) -> UpdateConfig:
+    """An UpdateConfig from stored JSON or settings; unknown keys ignored, lists made tuples."""
+    known = {field.name for field in dataclasses.fields(UpdateConfig)}
+    kwargs = {key: value for key, value in values.items() if key in known}
+    if "target_modules" in kwargs:
+        kwargs["target_modules"] = tuple(kwargs["target_modules"])
+    return UpdateConfig(**kwargs)

@@ -1,0 +1,54 @@
+"""Asking an OpenAI-compatible judge model for m completions of one prompt.
+
+``batched=True`` sends one request with ``n=m`` (vLLM shares the prompt's prefill across the
+m samples); ``batched=False`` sends m separate requests. bench/judging.py compares the two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+
+
+class JudgeUnavailable(RuntimeError):
+    """The judge endpoint did not answer; the task retries later."""
+
+
+@dataclass(frozen=True)
+class JudgeEndpoint:
+    base_url: str
+    model: str
+    api_key: str = ""
+    max_tokens: int = 256
+    temperature: float = 0.7
+    timeout_s: float = 300.0
+
+
+def complete_n(
+    endpoint: JudgeEndpoint, messages: list[dict[str, str]], n: int, *, batched: bool = True
+) -> list[str]:
+    """n sampled replies of the judge to ``messages`` (texts, in order)."""
+    headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+    url = endpoint.base_url.rstrip("/") + "/chat/completions"
+    body = {
+        "model": endpoint.model,
+        "messages": messages,
+        "max_tokens": endpoint.max_tokens,
+        "temperature": endpoint.temperature,
+    }
+    try:
+        with httpx.Client(timeout=endpoint.timeout_s, headers=headers) as client:
+            if batched:
+                return _texts(client.post(url, json={**body, "n": n}))
+            return [text for _ in range(n) for text in _texts(client.post(url, json=body))]
+    except httpx.TransportError as exc:
+        raise JudgeUnavailable(f"judge at {url} unreachable: {exc}") from exc
+
+
+def _texts(response: httpx.Response) -> list[str]:
+    if response.status_code >= 500:
+        raise JudgeUnavailable(f"judge failed with {response.status_code}")
+    response.raise_for_status()
+    choices = sorted(response.json()["choices"], key=lambda c: c["index"])
+    return [c["message"].get("content") or "" for c in choices]

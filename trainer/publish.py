@@ -1,0 +1,71 @@
+"""Push an adapter to every vLLM serving replica, behind one narrow interface.
+
+vLLM (``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``) loads a peft adapter folder at runtime with
+``POST /v1/load_lora_adapter``; requests naming ``lora_name`` use it from then on, and requests
+already running finish on whatever they started with. Each version is pushed under a new name
+(``load_inplace`` false), so a name never changes weights under a running request.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+class PublishError(RuntimeError):
+    """A replica refused or did not answer; ``replica`` is its URL."""
+
+    def __init__(self, replica: str, message: str) -> None:
+        super().__init__(f"{replica}: {message}")
+        self.replica = replica
+
+
+def server_base(url: str) -> str:
+    """The server root of an OpenAI base URL: "http://h:8001/v1/" → "http://h:8001"."""
+    base = url.rstrip("/")
+    return base[: -len("/v1")] if base.endswith("/v1") else base
+
+
+def _post(client: httpx.Client, replica: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    started = time.perf_counter()
+    try:
+        response = client.post(f"{server_base(replica)}{path}", json=body)
+    except httpx.HTTPError as error:
+        raise PublishError(replica, f"{path} failed: {error!r}") from error
+    if response.status_code != 200:
+        raise PublishError(
+            replica, f"{path} answered {response.status_code}: {response.text[:300]}"
+        )
+    seconds = time.perf_counter() - started
+    return {"replica": replica, "status": 200, "body": response.text, "seconds": seconds}
+
+
+def push(
+    adapter_dir: str | Path,
+    *,
+    lora_name: str,
+    serving_urls: Sequence[str],
+    timeout: float = 30.0,
+) -> list[dict[str, Any]]:
+    """Load the adapter into each replica in turn; one result per replica, or PublishError."""
+    folder = Path(adapter_dir).resolve()
+    if not (folder / "adapter_config.json").is_file():
+        raise FileNotFoundError(f"{folder} has no adapter_config.json")
+    body = {"lora_name": lora_name, "lora_path": str(folder), "load_inplace": False}
+    with httpx.Client(timeout=timeout) as client:
+        return [_post(client, url, "/v1/load_lora_adapter", body) for url in serving_urls]
+
+
+def unload(
+    lora_name: str, serving_urls: Sequence[str], *, timeout: float = 30.0
+) -> list[dict[str, Any]]:
+    """Unload the named adapter from each replica (to free a slot once a version is retired)."""
+    with httpx.Client(timeout=timeout) as client:
+        return [
+            _post(client, url, "/v1/unload_lora_adapter", {"lora_name": lora_name})
+            for url in serving_urls
+        ]

@@ -1,0 +1,316 @@
+"""One training update: a batch of samples in, metrics out, a new adapter on disk.
+
+``run_update`` is a generator so the caller (the Celery task) can persist each step's metrics
+as they come; it never sees a database. The algorithm, in order:
+
+1. Advantages per sample from rewards: GRPO-normalised within groups of two or more siblings,
+   else the reward (minus a running baseline when configured).
+2. Without gradients: the teacher's log-probs of each hinted sample's response tokens under the
+   hinted prompt, and the base model's log-probs when a KL penalty is on.
+3. ``steps_per_batch`` optimizer steps, each one pass over the batch in micro-batches with
+   gradients accumulated. Step 0's log-probs are the old policy (the parameters have not moved
+   yet), so the old log-probs, the OPD advantages and the trainer–sampler gap cost no extra pass.
+4. Save the adapter and yield a summary with ``"done": True``.
+
+Simplified on purpose: one full batch per step (no minibatch shuffling), a constant learning
+rate and no warm-up — an update is two or three steps, too few for a schedule to matter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import resource
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from trainer.advantages import ALGORITHM_SIGNALS, reward_advantages, token_advantages
+from trainer.batch import Batch, TrainingSample, collate, move_targets
+from trainer.config import UpdateConfig
+from trainer.losses import (
+    kl_k3,
+    ppo_clip_loss,
+    sft_loss,
+    tis_weights,
+)
+from trainer.policy import (
+    adapter_disabled,
+    load_policy,
+    save_adapter,
+    token_logprobs,
+    trainable_parameters,
+)
+
+
+@dataclass
+class _Chunk:
+    """One micro-batch of policy-gradient rows and what step 0 learns about it."""
+
+    batch: Batch
+    reward_adv_B: Tensor
+    uses_rl_B: Tensor
+    uses_opd_B: Tensor
+    teacher_logp_B_T: Tensor
+    ref_logp_B_T: Tensor | None = None
+    trainer_old_logp_B_T: Tensor | None = None
+    advantages_B_T: Tensor | None = None
+
+
+def run_update(
+    config: UpdateConfig,
+    samples: list[TrainingSample],
+    *,
+    base_model_dir: str | Path,
+    init_adapter_dir: str | Path | None,
+    out_adapter_dir: str | Path,
+    device: str | torch.device | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Train the adapter on the samples; yield one metrics dict per step, then a summary."""
+    started = time.perf_counter()
+    torch.manual_seed(config.seed)
+    model = load_policy(base_model_dir, config, init_adapter_dir=init_adapter_dir, device=device)
+    dev = next(model.parameters()).device
+    pad_id = model.config.pad_token_id or 0
+    use_rl, use_opd = ALGORITHM_SIGNALS[config.algorithm]
+    reward_adv, baseline = reward_advantages(config, samples)
+
+    def trains_pg(s: TrainingSample) -> bool:
+        has_signal = (use_rl and s.reward is not None) or (use_opd and s.hint is not None)
+        return has_signal and len(s.response_token_ids) > 0
+
+    pg_rows = sorted(
+        (i for i, s in enumerate(samples) if trains_pg(s)),
+        key=lambda i: len(samples[i].prompt_token_ids) + len(samples[i].response_token_ids),
+    )
+    sft_rows = [i for i, s in enumerate(samples) if s.correction_token_ids]
+    if not pg_rows and not sft_rows:
+        raise ValueError("no sample carries a signal this algorithm can train on")
+
+    model.eval()
+    with torch.no_grad():
+        chunks = [
+            _prepare_chunk(
+                model,
+                config,
+                [samples[i] for i in rows],
+                [reward_adv[i] for i in rows],
+                use_rl=use_rl,
+                use_opd=use_opd,
+                pad_id=pad_id,
+                device=dev,
+            )
+            for rows in _split(pg_rows, config.micro_batch_size)
+        ]
+    sft_batches = [
+        _correction_batch([samples[i] for i in rows], pad_id).to(dev)
+        for rows in _split(sft_rows, config.micro_batch_size)
+    ]
+    pg_tokens = sum(float(c.batch.target_mask_B_T.sum()) for c in chunks)
+    sft_tokens = sum(float(b.target_mask_B_T.sum()) for b in sft_batches)
+    params = trainable_parameters(model)
+    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=0.0)
+    setup_seconds = time.perf_counter() - started
+    gap: dict[str, float] = {}
+    metrics: dict[str, Any] = {}
+
+    for step in range(config.steps_per_batch):
+        step_started = time.perf_counter()
+        model.train()
+        optimizer.zero_grad(set_to_none=True)
+        totals = dict.fromkeys(
+            ("pg_loss", "kl", "mean_advantage", "clip_fraction", "sft_loss"), 0.0
+        )
+        for chunk in chunks:
+            share = float(chunk.batch.target_mask_B_T.sum()) / pg_tokens
+            pg, kl, clip_fraction = _policy_gradient_terms(
+                model, config, chunk, first_step=step == 0
+            )
+            ((pg + config.kl_coef * kl) * share).backward()
+            totals["pg_loss"] += float(pg.detach()) * share
+            totals["kl"] += float(kl.detach()) * share
+            totals["clip_fraction"] += float(clip_fraction) * share
+            assert chunk.advantages_B_T is not None
+            totals["mean_advantage"] += float(
+                (chunk.advantages_B_T * chunk.batch.target_mask_B_T).sum() / pg_tokens
+            )
+        for batch in sft_batches:
+            share = float(batch.target_mask_B_T.sum()) / sft_tokens
+            logp_B_T = token_logprobs(
+                model, batch.input_ids_B_T, batch.attention_mask_B_T, batch.target_mask_B_T
+            )
+            sft = sft_loss(logp_B_T, batch.target_mask_B_T) * share
+            (config.sft_coef * sft).backward()
+            totals["sft_loss"] += float(sft.detach())
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+        optimizer.step()
+        if step == 0:
+            gap = _logprob_gap(chunks)
+        seconds = time.perf_counter() - step_started
+        tokens = int(pg_tokens + sft_tokens)
+        loss = totals["pg_loss"] + config.kl_coef * totals["kl"]
+        metrics = {
+            "step": step,
+            "loss": loss + config.sft_coef * totals["sft_loss"],
+            **totals,
+            "kl": totals["kl"] if config.kl_coef > 0 else None,
+            "grad_norm": float(grad_norm),
+            "tokens": tokens,
+            "seconds": seconds,
+            "tokens_per_second": tokens / seconds,
+            **gap,
+            **_peak_memory(dev),
+        }
+        yield metrics
+
+    save_adapter(model, out_adapter_dir)
+    yield {
+        "done": True,
+        "adapter_dir": str(Path(out_adapter_dir)),
+        "steps": config.steps_per_batch,
+        "loss": metrics["loss"],
+        "samples": len(samples),
+        "pg_samples": len(pg_rows),
+        "sft_samples": len(sft_rows),
+        "baseline": baseline,
+        "setup_seconds": setup_seconds,
+        "seconds": time.perf_counter() - started,
+        **gap,
+        **_peak_memory(dev),
+    }
+
+
+def _split(rows: list[int], size: int) -> Iterator[list[int]]:
+    return (rows[k : k + size] for k in range(0, len(rows), size))
+
+
+def _correction_batch(samples: list[TrainingSample], pad_id: int) -> Batch:
+    """The prompt followed by the user's corrected answer, trained with the supervised loss."""
+    return collate(
+        [s.prompt_token_ids for s in samples],
+        [list(s.correction_token_ids or []) for s in samples],
+        pad_id=pad_id,
+    )
+
+
+def _prepare_chunk(
+    model: torch.nn.Module,
+    config: UpdateConfig,
+    samples: list[TrainingSample],
+    reward_adv: list[float],
+    *,
+    use_rl: bool,
+    use_opd: bool,
+    pad_id: int,
+    device: torch.device,
+) -> _Chunk:
+    """Collate a micro-batch and compute what stays fixed for the update (teacher, reference)."""
+    batch = collate(
+        [s.prompt_token_ids for s in samples],
+        [s.response_token_ids for s in samples],
+        pad_id=pad_id,
+        target_logprobs=[s.sampler_logprobs for s in samples],
+    ).to(device)
+    uses_rl_B = torch.tensor([use_rl and s.reward is not None for s in samples], device=device)
+    uses_opd_B = torch.tensor([use_opd and s.hint is not None for s in samples], device=device)
+    teacher_logp_B_T = torch.zeros_like(batch.target_logp_B_T)
+    hinted = [s for s, opd in zip(samples, uses_opd_B.tolist(), strict=True) if opd]
+    if hinted:
+        teacher = collate(
+            [list(s.teacher_prompt_token_ids or []) for s in hinted],
+            [s.response_token_ids for s in hinted],
+            pad_id=pad_id,
+        ).to(device)
+        teacher_off = (
+            adapter_disabled(model) if config.teacher == "base" else contextlib.nullcontext()
+        )
+        with teacher_off:
+            logp_H_S = token_logprobs(
+                model, teacher.input_ids_B_T, teacher.attention_mask_B_T, teacher.target_mask_B_T
+            )
+        student_mask_H_T = batch.target_mask_B_T[uses_opd_B]
+        teacher_logp_B_T[uses_opd_B] = move_targets(
+            logp_H_S, teacher.target_mask_B_T, student_mask_H_T
+        )
+    chunk = _Chunk(
+        batch, torch.tensor(reward_adv, device=device), uses_rl_B, uses_opd_B, teacher_logp_B_T
+    )
+    if config.kl_coef > 0:
+        with adapter_disabled(model):
+            chunk.ref_logp_B_T = _score(model, batch)
+    if config.lora_dropout > 0:
+        # With dropout on, step 0's forward pass is not the old policy: score it once without.
+        chunk.trainer_old_logp_B_T = _score(model, batch)
+    return chunk
+
+
+def _policy_gradient_terms(
+    model: torch.nn.Module, config: UpdateConfig, chunk: _Chunk, *, first_step: bool
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(PPO-clip loss, k3 KL to base, clip fraction) of one micro-batch; fills step-0 state."""
+    batch = chunk.batch
+    mask_B_T = batch.target_mask_B_T
+    logp_B_T = token_logprobs(model, batch.input_ids_B_T, batch.attention_mask_B_T, mask_B_T)
+    if chunk.trainer_old_logp_B_T is None:
+        chunk.trainer_old_logp_B_T = logp_B_T.detach()
+    trainer_old_B_T = chunk.trainer_old_logp_B_T
+    recompute = config.old_logp_source == "recompute"
+    old_logp_B_T = trainer_old_B_T if recompute else batch.target_logp_B_T
+    if first_step or chunk.advantages_B_T is None:
+        chunk.advantages_B_T = token_advantages(
+            config,
+            chunk.reward_adv_B,
+            chunk.teacher_logp_B_T,
+            old_logp_B_T,
+            mask_B_T,
+            uses_rl_B=chunk.uses_rl_B,
+            uses_opd_B=chunk.uses_opd_B,
+        )
+    pg, clip_fraction = ppo_clip_loss(
+        logp_B_T,
+        old_logp_B_T,
+        chunk.advantages_B_T,
+        mask_B_T,
+        config.clip_low,
+        config.clip_high,
+        is_weights_B_T=tis_weights(trainer_old_B_T, batch.target_logp_B_T, config.tis_cap)
+        if recompute
+        else None,
+        ratio_cap=None if recompute else config.tis_cap,
+    )
+    kl = torch.zeros(())
+    if chunk.ref_logp_B_T is not None:
+        kl = kl_k3(logp_B_T, chunk.ref_logp_B_T, mask_B_T)
+    return pg, kl, clip_fraction
+
+
+def _score(model: torch.nn.Module, batch: Batch) -> Tensor:
+    with torch.no_grad():
+        return token_logprobs(
+            model, batch.input_ids_B_T, batch.attention_mask_B_T, batch.target_mask_B_T
+        )
+
+
+def _logprob_gap(chunks: list[_Chunk]) -> dict[str, float]:
+    """Mean and max |trainer old log-prob − sampler log-prob| per response token."""
+    gaps = [
+        (c.trainer_old_logp_B_T - c.batch.target_logp_B_T).abs()[c.batch.target_mask_B_T.bool()]
+        for c in chunks
+        if c.trainer_old_logp_B_T is not None
+    ]
+    if not gaps:
+        return {"logprob_gap_mean": math.nan, "logprob_gap_max": math.nan}
+    all_gaps = torch.cat(gaps)
+    return {"logprob_gap_mean": float(all_gaps.mean()), "logprob_gap_max": float(all_gaps.max())}
+
+
+def _peak_memory(device: torch.device) -> dict[str, float | None]:
+    """Peak resident memory of this process so far (Linux reports KiB), and peak GPU memory."""
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    gpu_mb = torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
+    return {"peak_rss_mb": rss_mb, "peak_gpu_mb": gpu_mb}

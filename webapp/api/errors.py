@@ -1,0 +1,64 @@
+"""OpenAI-format errors: every failure under /v1 is ``{"error": {message, type, param, code}}``."""
+
+from __future__ import annotations
+
+from django.http import JsonResponse
+
+TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    413: "invalid_request_error",
+    429: "rate_limit_error",
+    500: "server_error",
+    503: "service_unavailable",
+}
+
+
+class ApiError(Exception):
+    """Raised anywhere in a /v1 request; the view turns it into the OpenAI error response."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.param = param
+        self.code = code
+        self.headers = headers or {}
+
+    def response(self) -> JsonResponse:
+        return error_response(
+            self.status, self.message, param=self.param, code=self.code, headers=self.headers
+        )
+
+
+def error_response(
+    status: int,
+    message: str,
+    *,
+    param: str | None = None,
+    code: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JsonResponse:
+    body = {
+        "error": {
+            "message": message,
+            "type": TYPES.get(status, "invalid_request_error"),
+            "param": param,
+            "code": code,
+        }
+    }
+    response = JsonResponse(body, status=status)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response

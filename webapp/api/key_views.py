@@ -1,0 +1,39 @@
+"""Settings → API keys: create (the secret is shown once), list by prefix, revoke."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from webapp.api.keys import (
+    api_key_create,
+    api_key_get_for_user,
+    api_key_list_for_user,
+    api_key_revoke,
+)
+
+
+@login_required
+def key_list(request: HttpRequest) -> HttpResponse:
+    secret = None
+    if request.method == "POST":
+        name = request.POST.get("name", "").strip()[:100]
+        _, secret = api_key_create(owner=request.user, name=name)
+    return render(
+        request,
+        "api/keys.html",
+        {
+            "keys": api_key_list_for_user(user=request.user),
+            "new_secret": secret,
+            "base_url": request.build_absolute_uri("/v1"),
+        },
+    )
+
+
+@login_required
+@require_POST
+def key_revoke(request: HttpRequest, pk: int) -> HttpResponse:
+    api_key_revoke(key=api_key_get_for_user(user=request.user, pk=pk))
+    return redirect("api_keys")

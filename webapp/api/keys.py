@@ -1,0 +1,63 @@
+"""API keys: create (the secret is shown once), authenticate, revoke."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import Http404
+from django.utils import timezone
+
+from webapp.api.models import ApiKey
+
+PREFIX = "pk-"
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def api_key_create(*, owner: Any, name: str = "") -> tuple[ApiKey, str]:
+    """A new key for ``owner``; returns the row and the secret, which is never stored."""
+    secret = PREFIX + secrets.token_urlsafe(32)
+    key = ApiKey.objects.create(
+        owner=owner, name=name.strip()[:100], prefix=secret[:11], secret_hash=_hash(secret)
+    )
+    return key, secret
+
+
+def api_key_authenticate(*, secret: str) -> ApiKey | None:
+    """The active key with this secret (its owner loaded), or None."""
+    if not secret.startswith(PREFIX) or len(secret) > 200:
+        return None
+    key = (
+        ApiKey.objects.select_related("owner")
+        .filter(secret_hash=_hash(secret), revoked_at__isnull=True, owner__is_active=True)
+        .first()
+    )
+    if key is not None:
+        now = timezone.now()
+        # Write at most once a minute per key: a busy client should not turn reads into writes.
+        if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
+            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+    return key
+
+
+def api_key_revoke(*, key: ApiKey) -> ApiKey:
+    if key.revoked_at is None:
+        key.revoked_at = timezone.now()
+        key.save(update_fields=["revoked_at"])
+    return key
+
+
+def api_key_list_for_user(*, user: Any) -> QuerySet[ApiKey]:
+    return ApiKey.objects.filter(owner=user)
+
+
+def api_key_get_for_user(*, user: Any, pk: int) -> ApiKey:
+    try:
+        return ApiKey.objects.get(pk=pk, owner=user)
+    except ApiKey.DoesNotExist as exc:
+        raise Http404("No such API key") from exc

@@ -1,0 +1,138 @@
+"""Which conversation an API request belongs to, and recording its new messages.
+
+OpenAI clients resend the whole history with every request. Parley keeps one conversation
+per session and records only what is new:
+
+- session = ``X-Session-Id``, else the ``user`` field, else the open conversation of the same
+  key whose main line is a prefix of this request's messages, else a new conversation;
+- the request's messages are matched against the conversation's main line; what follows the
+  match is recorded after it (an edited history becomes a fork, never an overwrite);
+- a main request's new user/tool messages are the *next state* of the answer they follow.
+
+System messages match by role only: agents such as OpenClaw rewrite their system prompt
+(dates, memory) on every request, which must not split a session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from webapp.api.models import ApiKey
+from webapp.chat import services as chat_services
+from webapp.chat.models import Conversation, Message
+from webapp.chat.selectors import transcript
+
+PREFIX_CANDIDATES = 20
+
+
+@dataclass(frozen=True)
+class RecordedTurn:
+    conversation: Conversation
+    prompt_tail: Message  # the request's last message, as recorded
+    new_messages: list[Message]
+
+
+def _same(recorded: Message, sent: dict[str, Any]) -> bool:
+    if recorded.role != sent["role"]:
+        return False
+    if recorded.role == Message.Role.SYSTEM:
+        return True
+    if recorded.role == Message.Role.TOOL and recorded.tool_call_id != sent.get("tool_call_id", ""):
+        return False
+    return recorded.content.strip() == (sent.get("content") or "").strip()
+
+
+def _matched_length(path: list[Message], messages: list[dict[str, Any]]) -> int:
+    length = 0
+    for recorded, sent in zip(path, messages, strict=False):
+        if not _same(recorded, sent):
+            break
+        length += 1
+    return length
+
+
+def _main_path(conversation: Conversation) -> list[Message]:
+    return [entry.message for entry in transcript(conversation=conversation)]
+
+
+def _find_conversation(
+    *, key: ApiKey, session_id: str, messages: list[dict[str, Any]]
+) -> tuple[Conversation | None, list[Message]]:
+    if session_id:
+        conversation = (
+            Conversation.objects.select_for_update()
+            .filter(
+                owner=key.owner,
+                source=Conversation.Source.API,
+                external_session_id=session_id,
+                closed_at__isnull=True,
+            )
+            .order_by("-last_activity_at")
+            .first()
+        )
+        return conversation, _main_path(conversation) if conversation else []
+    best: tuple[Conversation | None, list[Message]] = (None, [])
+    candidates = Conversation.objects.filter(
+        api_key=key, external_session_id="", closed_at__isnull=True
+    ).order_by("-last_activity_at")[:PREFIX_CANDIDATES]
+    for conversation in candidates:
+        path = _main_path(conversation)
+        if path and len(path) < len(messages) and _matched_length(path, messages) == len(path):
+            if len(path) > len(best[1]):
+                best = (conversation, path)
+    if best[0] is not None:
+        Conversation.objects.select_for_update().filter(pk=best[0].pk).first()
+    return best
+
+
+@transaction.atomic
+def api_turn_record(
+    *,
+    key: ApiKey,
+    messages: list[dict[str, Any]],
+    session_id: str = "",
+    user_field: str = "",
+    turn_type: str = Message.TurnType.MAIN,
+) -> RecordedTurn:
+    """Find or open the request's conversation and record the messages it has not seen yet."""
+    session = session_id or (f"user:{user_field}" if user_field else "")
+    conversation, path = _find_conversation(key=key, session_id=session, messages=messages)
+    if conversation is None:
+        conversation = chat_services.conversation_create(
+            owner=key.owner,
+            source=Conversation.Source.API,
+            external_session_id=session,
+            api_key=key,
+        )
+        path = []
+    matched = _matched_length(path, messages)
+    side = turn_type == Message.TurnType.SIDE
+    new: list[Message] = []
+    if matched == len(messages):
+        # Nothing new (a retry, or a regenerate of the same prompt): answer after the
+        # request's last message, as a sibling of any earlier answer.
+        parent = path[matched - 1]
+    else:
+        parent = path[matched - 1] if matched else None
+        for sent in messages[matched:]:
+            parent = chat_services.message_append(
+                conversation=conversation,
+                role=sent["role"],
+                content=sent.get("content") or "",
+                parent=parent,
+                turn_type=turn_type,
+                tool_calls=sent.get("tool_calls"),
+                tool_call_id=sent.get("tool_call_id", ""),
+                name=sent.get("name", ""),
+                selected=not side,
+            )
+            new.append(parent)
+    assert parent is not None
+    if not side and new and new[0].role in (Message.Role.USER, Message.Role.TOOL):
+        answered = new[0].parent
+        if answered is not None and answered.is_assistant and answered.turn_type == "main":
+            chat_services.message_link_next_state(turns=[answered], next_state=new[0])
+    return RecordedTurn(conversation=conversation, prompt_tail=parent, new_messages=new)

@@ -1,0 +1,73 @@
+"""HTML fragments of the chat page, shared by the views (htmx) and the websocket consumer.
+
+Fragments sent over the websocket are swapped in by the htmx ws extension: a top-level element
+with an ``id`` replaces the element with that id, or, with ``hx-swap-oob="beforeend"``, has
+its children appended to it. Streamed text is escaped here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.template.loader import render_to_string
+from django.utils.html import escape
+
+from webapp.chat.models import Conversation, Message
+from webapp.chat.selectors import TranscriptEntry, transcript, transcript_entry
+
+
+def feedback_context() -> dict[str, Any]:
+    return {"tags_up": settings.FEEDBACK_TAGS_UP, "tags_down": settings.FEEDBACK_TAGS_DOWN}
+
+
+def render_message(entry: TranscriptEntry) -> str:
+    return render_to_string("chat/_message.html", {"entry": entry, **feedback_context()})
+
+
+def render_message_by_id(*, message: Message, viewer: Any) -> str:
+    return render_message(transcript_entry(message=message, viewer=viewer))
+
+
+def render_feedback(*, message: Message, viewer: Any) -> str:
+    entry = transcript_entry(message=message, viewer=viewer)
+    return render_to_string("chat/_feedback.html", {"entry": entry, **feedback_context()})
+
+
+def render_transcript(*, conversation: Conversation, viewer: Any) -> str:
+    return render_to_string(
+        "chat/_transcript.html",
+        {"entries": transcript(conversation=conversation, viewer=viewer), **feedback_context()},
+    )
+
+
+def conversation_item(*, conversation: Conversation) -> str:
+    """The conversation's entry in the list, replacing the one on the page."""
+    return render_to_string(
+        "chat/_conversation_item.html",
+        {"conversation": conversation, "current_id": conversation.pk},
+    )
+
+
+def append_to_transcript(html: str) -> str:
+    return f'<div id="transcript" hx-swap-oob="beforeend">{html}</div>'
+
+
+def stream_delta(*, message_id: int, text: str) -> str:
+    return f'<span id="message-{message_id}-stream" hx-swap-oob="beforeend">{escape(text)}</span>'
+
+
+def stream_notice(*, message_id: int, text: str) -> str:
+    return f'<p id="message-{message_id}-notice" class="notice" role="status">{escape(text)}</p>'
+
+
+def composer_state(*, state: str, saved: bool = False, error: str = "") -> str:
+    """Tells chat.js whether an answer is being written and whether the typed text was saved.
+
+    The composer is only cleared once the server says the message is stored, so a message
+    typed while the connection is down is never lost.
+    """
+    return (
+        f'<div id="composer-state" data-state="{escape(state)}" data-saved="{int(saved)}" '
+        f'role="status" class="composer-state">{escape(error)}</div>'
+    )

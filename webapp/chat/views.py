@@ -1,0 +1,172 @@
+"""The chat pages and the small htmx endpoints behind their buttons.
+
+Every endpoint looks its conversation or message up through the selectors, which are scoped
+to the signed-in user: anyone else's ids answer 404. Each endpoint returns the fragment it
+changed when htmx asks, and redirects back to the page otherwise, so the page also works
+without JavaScript (except streaming, which needs the websocket).
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from webapp.chat import fragments, services
+from webapp.chat.forms import ConversationStartForm, FeedbackForm, RenameForm, TrainConsentForm
+from webapp.chat.models import Conversation, Message
+from webapp.chat.selectors import (
+    conversation_get_for_user,
+    conversation_list_for_user,
+    message_get_for_user,
+    transcript,
+)
+
+
+def _page_context(request: HttpRequest, current: Conversation | None = None) -> dict[str, object]:
+    return {
+        "conversations": conversation_list_for_user(user=request.user),
+        "current": current,
+        **fragments.feedback_context(),
+    }
+
+
+def _back_to(message: Message) -> HttpResponse:
+    url = reverse("chat:conversation", args=[message.conversation_id])
+    return redirect(f"{url}#message-{message.pk}")
+
+
+@login_required
+@require_GET
+def index(request: HttpRequest) -> HttpResponse:
+    return render(request, "chat/index.html", _page_context(request))
+
+
+@login_required
+@require_POST
+def conversation_new(request: HttpRequest) -> HttpResponse:
+    form = ConversationStartForm(request.POST)
+    if not form.is_valid():
+        return render(
+            request, "chat/index.html", {**_page_context(request), "form": form}, status=400
+        )
+    conversation = services.conversation_start(
+        owner=request.user, content=form.cleaned_data["content"]
+    )
+    return redirect("chat:conversation", pk=conversation.pk)
+
+
+@login_required
+@require_GET
+def conversation_list(request: HttpRequest) -> HttpResponse:
+    query = request.GET.get("q", "")
+    current_id = request.GET.get("current", "")
+    return render(
+        request,
+        "chat/_conversation_list.html",
+        {
+            "conversations": conversation_list_for_user(user=request.user, query=query),
+            "current_id": int(current_id) if current_id.isdigit() else None,
+            "query": query,
+        },
+    )
+
+
+@login_required
+@require_GET
+def conversation_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    conversation = conversation_get_for_user(user=request.user, pk=pk)
+    entries = transcript(conversation=conversation, viewer=request.user)
+    tail = entries[-1].message if entries else None
+    return render(
+        request,
+        "chat/conversation.html",
+        {
+            **_page_context(request, conversation),
+            "entries": entries,
+            # The page opened on a message nobody has answered yet (a conversation started
+            # from the front form, or a connection lost right after sending): answer it now.
+            "unanswered": tail if tail is not None and tail.role == Message.Role.USER else None,
+        },
+    )
+
+
+@login_required
+@require_POST
+def conversation_rename(request: HttpRequest, pk: int) -> HttpResponse:
+    conversation = conversation_get_for_user(user=request.user, pk=pk)
+    form = RenameForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest("A title is at most 200 characters.")
+    services.conversation_rename(conversation=conversation, title=form.cleaned_data["title"])
+    if request.htmx:
+        return render(request, "chat/_conversation_header.html", {"current": conversation})
+    return redirect("chat:conversation", pk=conversation.pk)
+
+
+@login_required
+@require_POST
+def conversation_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    conversation = conversation_get_for_user(user=request.user, pk=pk)
+    services.conversation_delete(conversation=conversation)
+    if request.htmx:
+        return HttpResponseClientRedirect(reverse("chat:index"))
+    return redirect("chat:index")
+
+
+@login_required
+@require_POST
+def conversation_consent(request: HttpRequest, pk: int) -> HttpResponse:
+    conversation = conversation_get_for_user(user=request.user, pk=pk)
+    form = TrainConsentForm(request.POST)
+    form.is_valid()  # an unticked box is simply absent: consent off
+    services.conversation_set_train_consent(
+        conversation=conversation, consent=form.cleaned_data.get("train_consent", False)
+    )
+    if request.htmx:
+        return render(request, "chat/_consent.html", {"current": conversation})
+    return redirect("chat:conversation", pk=conversation.pk)
+
+
+@login_required
+@require_POST
+def message_feedback(request: HttpRequest, pk: int) -> HttpResponse:
+    message = message_get_for_user(user=request.user, pk=pk)
+    form = FeedbackForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest(" ".join(m for e in form.errors.values() for m in e))
+    data = form.cleaned_data
+    try:
+        if data["rating"] is not None and "rating" in request.POST:
+            services.feedback_rate(message=message, author=request.user, rating=data["rating"])
+        elif data["tag"]:
+            services.feedback_toggle_tag(message=message, author=request.user, tag=data["tag"])
+        elif "comment" in request.POST or "correction" in request.POST:
+            services.feedback_set(
+                message=message,
+                author=request.user,
+                comment=data["comment"] if "comment" in request.POST else None,
+                correction=data["correction"] if "correction" in request.POST else None,
+            )
+        else:
+            return HttpResponseBadRequest("Nothing to change.")
+    except services.FeedbackInvalid as exc:
+        return HttpResponseBadRequest(str(exc))
+    if not request.htmx:
+        return _back_to(message)
+    return HttpResponse(fragments.render_feedback(message=message, viewer=request.user))
+
+
+@login_required
+@require_POST
+def message_select(request: HttpRequest, pk: int) -> HttpResponse:
+    message = message_get_for_user(user=request.user, pk=pk)
+    services.message_select(message=message)
+    if not request.htmx:
+        return _back_to(message)
+    return HttpResponse(
+        fragments.render_transcript(conversation=message.conversation, viewer=request.user)
+    )

@@ -1,0 +1,124 @@
+"""JSONL export of conversations (with messages and feedback), judgements and samples.
+
+One JSON object per line, each with a ``type`` field; the README documents every field.
+Nothing is ever deleted by exporting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from webapp.chat.models import Conversation, Message
+from webapp.learning.models import Judgement, Sample
+
+
+def _message(message: Message) -> dict[str, Any]:
+    return {
+        "id": message.pk,
+        "parent_id": message.parent_id,
+        "role": message.role,
+        "content": message.content,
+        "reasoning": message.reasoning,
+        "tool_calls": message.tool_calls,
+        "tool_call_id": message.tool_call_id,
+        "turn_index": message.turn_index,
+        "turn_type": message.turn_type,
+        "selected": message.selected,
+        "status": message.status,
+        "policy_version": message.policy_version.number if message.policy_version else None,
+        "completion_id": message.completion_id,
+        "prompt_token_ids": message.prompt_token_ids,
+        "token_ids": message.token_ids,
+        "token_logprobs": message.token_logprobs,
+        "sampling_params": message.sampling_params,
+        "finish_reason": message.finish_reason,
+        "next_state_id": message.next_state_id,
+        "created_at": message.created_at.isoformat(),
+        "feedback": [
+            {
+                "author": f.author.get_username(),
+                "rating": f.rating,
+                "tags": f.tags,
+                "comment": f.comment,
+                "correction": f.correction,
+                "history": f.history,
+                "updated_at": f.updated_at.isoformat(),
+            }
+            for f in message.feedback.all()
+        ],
+    }
+
+
+def conversation_records(conversations: Iterable[Conversation]) -> Iterator[dict[str, Any]]:
+    for conversation in conversations:
+        messages = conversation.messages.select_related("policy_version").prefetch_related(
+            "feedback__author"
+        )
+        yield {
+            "type": "conversation",
+            "id": conversation.pk,
+            "owner": conversation.owner.get_username(),
+            "title": conversation.title,
+            "source": conversation.source,
+            "external_session_id": conversation.external_session_id,
+            "train_consent": conversation.train_consent,
+            "created_at": conversation.created_at.isoformat(),
+            "closed_at": conversation.closed_at.isoformat() if conversation.closed_at else None,
+            "messages": [_message(m) for m in messages],
+        }
+
+
+def judgement_records(judgements: Iterable[Judgement]) -> Iterator[dict[str, Any]]:
+    for j in judgements:
+        yield {
+            "type": "judgement",
+            "id": j.pk,
+            "message_id": j.message_id,
+            "source": j.source,
+            "score": j.score,
+            "votes": j.votes,
+            "hint": j.hint,
+            "hint_votes": j.hint_votes,
+            "judge_model": j.judge_model,
+            "prompt_version": j.prompt_version,
+            "next_state_text": j.next_state_text,
+            "seconds": j.seconds,
+            "created_at": j.created_at.isoformat(),
+        }
+
+
+def sample_records(samples: Iterable[Sample]) -> Iterator[dict[str, Any]]:
+    for s in samples:
+        yield {
+            "type": "sample",
+            "id": s.pk,
+            "message_id": s.message_id,
+            "judgement_id": s.judgement_id,
+            "kind": s.kind,
+            "reward": s.reward,
+            "hint": s.hint,
+            "correction": s.correction,
+            "prompt_messages": s.prompt_messages,
+            "prompt_token_ids": s.prompt_token_ids,
+            "response_token_ids": s.response_token_ids,
+            "response_logprobs": s.response_logprobs,
+            "group_key": s.group_key,
+            "policy_version": s.policy_version.number if s.policy_version else None,
+            "status": s.status,
+            "update_id": s.update_id,
+            "created_at": s.created_at.isoformat(),
+        }
+
+
+def export_all(*, owner: Any = None) -> Iterator[dict[str, Any]]:
+    conversations = Conversation.objects.select_related("owner").order_by("pk")
+    judgements = Judgement.objects.order_by("pk")
+    samples = Sample.objects.select_related("policy_version").order_by("pk")
+    if owner is not None:
+        conversations = conversations.filter(owner=owner)
+        judgements = judgements.filter(message__conversation__owner=owner)
+        samples = samples.filter(message__conversation__owner=owner)
+    yield from conversation_records(conversations.iterator(chunk_size=200))
+    yield from judgement_records(judgements.iterator(chunk_size=500))
+    yield from sample_records(samples.iterator(chunk_size=500))

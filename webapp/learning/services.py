@@ -1,0 +1,274 @@
+"""From judged turns to training samples: evidence, eligibility, and the one writer of
+``Judgement`` and ``Sample``.
+
+The judge task (``trainer.tasks.judging``) reads a turn's evidence here, asks the judge model
+(outside any transaction: it takes seconds), then calls ``judgement_record``, which writes the
+judgement and its sample in one transaction, idempotently: the evidence fingerprint is unique
+per message, so a redelivered task leaves exactly one row of each.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from trainer.judge import feedback_hint, is_useful_hint
+from webapp.chat.models import Conversation, Feedback, Message
+from webapp.chat.selectors import prompt_path
+from webapp.learning.models import Judgement, Sample
+from webapp.learning.selectors import policy_version_live
+from webapp.learning.triggers import queue_training_check
+
+SESSION_END_STATE = "(The user ended the conversation here without replying.)"
+
+
+@dataclass(frozen=True)
+class TurnEvidence:
+    """What the judge sees for one assistant turn, and what the user said about it."""
+
+    message_id: int
+    request: str
+    answer: str
+    next_state: str
+    next_state_id: int | None
+    rating: int
+    user_hint: str | None
+    correction: str
+    session_end: bool
+    fingerprint: str
+    prompt_messages: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def needs_prm(self) -> bool:
+        return self.rating == 0
+
+    @property
+    def needs_judge_hint(self) -> bool:
+        return self.user_hint is None and bool(self.next_state_id or self.session_end)
+
+
+def ineligibility(*, message: Message) -> str | None:
+    """Why this turn may never become a sample, or None when it may."""
+    if message.role != Message.Role.ASSISTANT:
+        return "not an assistant answer"
+    if message.turn_type != Message.TurnType.MAIN:
+        return "side turn"
+    if not message.conversation.train_consent:
+        return "the conversation is not used for training"
+    if message.status not in (Message.Status.COMPLETE, Message.Status.STOPPED):
+        return f"answer {message.status}"
+    if not message.token_ids:
+        return "no sampled tokens recorded"
+    version = message.policy_version
+    live = policy_version_live()
+    if version is not None and live.number - version.number > settings.SAMPLE_MAX_VERSION_LAG:
+        return f"served by {version.label}, more than {settings.SAMPLE_MAX_VERSION_LAG} behind"
+    return None
+
+
+def _next_state_text(next_state: Message) -> str:
+    """The next state: that message and the ones sent with it (parallel tool results)."""
+    parts = []
+    current: Message | None = next_state
+    while current is not None and current.role != Message.Role.ASSISTANT:
+        label = f"[tool result {current.tool_call_id}]" if current.role == "tool" else "[user]"
+        parts.append(f"{label} {current.content}")
+        current = current.children.filter(selected=True).first()
+    return "\n".join(parts)
+
+
+def turn_evidence(*, message: Message, session_end: bool = False) -> TurnEvidence:
+    path = prompt_path(message=message)
+    request = next((m.content for m in reversed(path[:-1]) if m.role == "user"), "")
+    answer = message.content
+    if message.tool_calls:
+        answer += "\n[tool calls] " + json.dumps(message.tool_calls, ensure_ascii=False)
+    feedback = Feedback.objects.filter(message=message, author=message.conversation.owner).first()
+    rating = feedback.rating if feedback else 0
+    user_hint = None
+    correction = ""
+    if feedback is not None:
+        user_hint = feedback_hint(
+            comment=feedback.comment, correction=feedback.correction, tags=feedback.tags
+        )
+        user_hint = user_hint if is_useful_hint(user_hint) else None
+        correction = feedback.correction
+    if message.next_state_id:
+        next_state = _next_state_text(message.next_state)
+    elif feedback is not None and feedback.comment:
+        next_state = f"[user feedback] {feedback.comment}"
+    else:
+        next_state = SESSION_END_STATE if session_end else ""
+    evidence = {
+        "next": message.next_state_id,
+        "end": session_end and not message.next_state_id,
+        "rating": rating,
+        "hint": user_hint,
+        "correction": correction,
+        "tags": feedback.tags if feedback else [],
+    }
+    return TurnEvidence(
+        message_id=message.pk,
+        request=request,
+        answer=answer,
+        next_state=next_state,
+        next_state_id=message.next_state_id,
+        rating=rating,
+        user_hint=user_hint,
+        correction=correction,
+        session_end=bool(evidence["end"]),
+        fingerprint=hashlib.sha256(json.dumps(evidence, sort_keys=True).encode()).hexdigest(),
+        prompt_messages=[m.as_openai() for m in path[:-1]],
+    )
+
+
+def judgement_exists(*, message_id: int, fingerprint: str) -> bool:
+    return Judgement.objects.filter(message_id=message_id, fingerprint=fingerprint).exists()
+
+
+def _sample_kind(reward: float, hint: str | None, correction: str) -> str | None:
+    has_hint = bool(hint or correction)
+    if reward and has_hint:
+        return Sample.Kind.COMBINED
+    if reward:
+        return Sample.Kind.RL
+    if has_hint:
+        return Sample.Kind.OPD
+    return None
+
+
+@transaction.atomic
+def judgement_record(
+    *,
+    evidence: TurnEvidence,
+    source: str,
+    votes: list[dict[str, Any]],
+    score: int,
+    hint: str | None,
+    hint_votes: list[str],
+    judge_model: str,
+    prompt_version: str,
+    seconds: float,
+    keep_without_signal: bool = False,
+) -> Judgement:
+    """Write the judgement and (when the turn is eligible and has a signal) its sample.
+
+    Idempotent on (message, evidence fingerprint). A newer judgement of the same message
+    supersedes its older ready samples; consumed ones stay as trained.
+    """
+    message = (
+        Message.objects.select_for_update(of=("self",))
+        .select_related("conversation", "policy_version")
+        .get(pk=evidence.message_id)
+    )
+    existing = Judgement.objects.filter(message=message, fingerprint=evidence.fingerprint).first()
+    if existing is not None:
+        return existing
+    try:
+        with transaction.atomic():
+            judgement = Judgement.objects.create(
+                message=message,
+                fingerprint=evidence.fingerprint,
+                source=source,
+                votes=votes,
+                score=score,
+                hint=hint or "",
+                hint_votes=hint_votes,
+                judge_model=judge_model,
+                prompt_version=prompt_version,
+                next_state_text=evidence.next_state,
+                seconds=seconds,
+            )
+    except IntegrityError:
+        return Judgement.objects.get(message=message, fingerprint=evidence.fingerprint)
+    if ineligibility(message=message) is not None:
+        return judgement
+    kind = _sample_kind(float(score), hint, evidence.correction)
+    if kind is None and keep_without_signal:
+        kind = Sample.Kind.RL
+    if kind is None:
+        return judgement
+    Sample.objects.filter(message=message, status=Sample.Status.READY).update(
+        status=Sample.Status.SUPERSEDED
+    )
+    queue_training_check()
+    Sample.objects.create(
+        message=message,
+        judgement=judgement,
+        kind=kind,
+        reward=float(score),
+        hint=hint or "",
+        correction=evidence.correction,
+        prompt_messages=evidence.prompt_messages,
+        prompt_token_ids=message.prompt_token_ids or [],
+        response_token_ids=message.token_ids or [],
+        response_logprobs=message.token_logprobs or [],
+        group_key=str(message.parent_id or ""),
+        policy_version=message.policy_version,
+    )
+    return judgement
+
+
+def session_best_candidate(*, conversation: Conversation) -> Message | None:
+    """The turn kept when a session closes without any sample: its last eligible main answer.
+
+    "Best" = most recent, because it is the turn with the least context lost, and the one the
+    user saw last (the README explains the choice).
+    """
+    if Sample.objects.filter(message__conversation=conversation).exists():
+        return None
+    answers = (
+        conversation.messages.filter(role=Message.Role.ASSISTANT, turn_type=Message.TurnType.MAIN)
+        .select_related("conversation", "policy_version")
+        .order_by("-created_at")
+    )
+    for answer in answers:
+        if ineligibility(message=answer) is None:
+            return answer
+    return None
+
+
+def sample_exclude(*, sample: Sample) -> Sample:
+    if sample.status == Sample.Status.READY:
+        sample.status = Sample.Status.EXCLUDED
+        sample.save(update_fields=["status"])
+    return sample
+
+
+def samples_ready_count() -> int:
+    return Sample.objects.filter(status=Sample.Status.READY).count()
+
+
+def turns_awaiting_judgement(*, limit: int = 200) -> list[int]:
+    """Main answers with a next state or feedback but no judgement yet (missed queueing)."""
+    from django.db.models import Q
+
+    return list(
+        Message.objects.filter(
+            role=Message.Role.ASSISTANT,
+            turn_type=Message.TurnType.MAIN,
+            conversation__train_consent=True,
+            judgements__isnull=True,
+        )
+        .filter(Q(next_state__isnull=False) | Q(feedback__isnull=False))
+        .order_by("created_at")
+        .values_list("pk", flat=True)
+        .distinct()[:limit]
+    )
+
+
+def sessions_awaiting_finalization(*, limit: int = 100) -> list[int]:
+    """Closed, consented conversations that have no sample and no session-end judgement."""
+    return list(
+        Conversation.objects.filter(closed_at__isnull=False, train_consent=True)
+        .exclude(messages__samples__isnull=False)
+        .exclude(messages__judgements__source=Judgement.Source.SESSION_END)
+        .order_by("closed_at")
+        .values_list("pk", flat=True)
+        .distinct()[:limit]
+    )
