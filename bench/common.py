@@ -29,7 +29,7 @@ class RunningSystem:
 
 
 @contextmanager
-def running_system() -> Iterator[RunningSystem]:
+def running_system(extra_env: dict[str, str] | None = None) -> Iterator[RunningSystem]:
     """The whole system, started by its own launcher on free ports in a scratch var/."""
     import subprocess
     import sys
@@ -44,6 +44,7 @@ def running_system() -> Iterator[RunningSystem]:
         VLLM_PORT=str(vllm_port),
         PARLEY_API_RATE_LIMIT_PER_MINUTE="0",
     )
+    env.update(extra_env or {})
     print(f"bench | starting Parley (vLLM warm-up takes about a minute) in {var_dir}", flush=True)
     launcher = Launcher(env)
     try:

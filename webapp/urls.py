@@ -14,5 +14,7 @@ urlpatterns = [
     path("v1/", include("webapp.api.urls")),
     path("settings/api-keys/", key_views.key_list, name="api_keys"),
     path("settings/api-keys/<int:pk>/revoke", key_views.key_revoke, name="api_key_revoke"),
+    path("dashboard/", include("webapp.dashboard.urls")),
+    path("me/", include("webapp.privacy.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -59,9 +59,13 @@ def test_probe_kl_is_zero_for_the_base_and_positive_after_training(
         TrainingSample(prompt, [40 + i, 50 + i, 60 + i], [-5.0, -5.0, -5.0], reward=r)
         for i, r in enumerate([1.0, -1.0, 1.0, -1.0])
     ]
-    *_, summary = run_update(UpdateConfig(lr=5e-2, algorithm="rl"), samples,
-                             base_model_dir=tiny_model_dir, init_adapter_dir=None,
-                             out_adapter_dir=tmp_path / "adapter")  # fmt: skip
+    *_, summary = run_update(
+        UpdateConfig(lr=5e-2, algorithm="rl"),
+        samples,
+        base_model_dir=tiny_model_dir,
+        init_adapter_dir=None,
+        out_adapter_dir=tmp_path / "adapter",
+    )
     prompts = PROBE_PROMPTS[:2]
     base = probe_metrics(tiny_model_dir, None, prompts, PROBE_TEXT, max_new_tokens=8)
     candidate = probe_metrics(

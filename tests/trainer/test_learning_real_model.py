@@ -22,23 +22,39 @@ from trainer.update import run_update
 MODEL_DIR = ROOT / "var" / "models" / "SmolLM2-135M-Instruct"
 HINT = "Start your answer with 'Sure!'"
 TRAIN = [
-    ("Can you tell me a fun fact about cats?",
-     "Cats sleep for around thirteen to sixteen hours a day, most of their lives."),
-    ("Give me a name for a pet goldfish.",
-     "How about Bubbles? It is a cheerful name that suits a small orange fish."),
-    ("What should I cook for dinner tonight?",
-     "A simple pasta with tomatoes, garlic and basil is quick and tasty."),
-    ("Suggest a good book to read.",
-     "You could try a classic adventure story, such as Treasure Island."),
-    ("How can I stay focused while studying?",
-     "Put your phone away, work in short blocks and take regular breaks."),
-    ("Recommend a hobby for the weekend.",
-     "Hiking is a great choice: it is cheap, healthy and gets you outside."),
-    ("What is a good way to start the morning?",
-     "Drink a glass of water, stretch for a few minutes and eat a light breakfast."),
-    ("Tell me something about the moon.",
-     "The moon is slowly moving away from the Earth, a few centimetres every year."),
-]  # fmt: skip
+    (
+        "Can you tell me a fun fact about cats?",
+        "Cats sleep for around thirteen to sixteen hours a day, most of their lives.",
+    ),
+    (
+        "Give me a name for a pet goldfish.",
+        "How about Bubbles? It is a cheerful name that suits a small orange fish.",
+    ),
+    (
+        "What should I cook for dinner tonight?",
+        "A simple pasta with tomatoes, garlic and basil is quick and tasty.",
+    ),
+    (
+        "Suggest a good book to read.",
+        "You could try a classic adventure story, such as Treasure Island.",
+    ),
+    (
+        "How can I stay focused while studying?",
+        "Put your phone away, work in short blocks and take regular breaks.",
+    ),
+    (
+        "Recommend a hobby for the weekend.",
+        "Hiking is a great choice: it is cheap, healthy and gets you outside.",
+    ),
+    (
+        "What is a good way to start the morning?",
+        "Drink a glass of water, stretch for a few minutes and eat a light breakfast.",
+    ),
+    (
+        "Tell me something about the moon.",
+        "The moon is slowly moving away from the Earth, a few centimetres every year.",
+    ),
+]
 HELD_OUT = [
     "Can you help me plan a picnic?",
     "What is a nice gift for a friend?",
@@ -116,10 +132,24 @@ def test_rewarding_an_opening_raises_its_logprob_under_the_new_adapter(tmp_path:
     samples = _samples(base, tokenizer)
     del base
 
-    first = list(run_update(config, samples, base_model_dir=MODEL_DIR, init_adapter_dir=None,
-                            out_adapter_dir=tmp_path / "v1"))  # fmt: skip
-    second = list(run_update(config, samples, base_model_dir=MODEL_DIR,
-                             init_adapter_dir=tmp_path / "v1", out_adapter_dir=tmp_path / "v2"))  # fmt: skip
+    first = list(
+        run_update(
+            config,
+            samples,
+            base_model_dir=MODEL_DIR,
+            init_adapter_dir=None,
+            out_adapter_dir=tmp_path / "v1",
+        )
+    )
+    second = list(
+        run_update(
+            config,
+            samples,
+            base_model_dir=MODEL_DIR,
+            init_adapter_dir=tmp_path / "v1",
+            out_adapter_dir=tmp_path / "v2",
+        )
+    )
     trained = load_policy(MODEL_DIR, config, init_adapter_dir=tmp_path / "v2")
     after = _opening_logp(trained, tokenizer, prompts)
     after_held_out = _opening_logp(trained, tokenizer, HELD_OUT)

@@ -56,10 +56,15 @@ def test_push_loads_the_adapter_into_every_replica(replicas, adapter_dir: Path) 
     assert [r["replica"] for r in results] == urls
     for replica in replicas:
         assert replica.requests == [
-            ("/v1/load_lora_adapter",
-             {"lora_name": "parley-v3", "lora_path": str(adapter_dir.resolve()),
-              "load_inplace": False}),
-        ]  # fmt: skip
+            (
+                "/v1/load_lora_adapter",
+                {
+                    "lora_name": "parley-v3",
+                    "lora_path": str(adapter_dir.resolve()),
+                    "load_inplace": False,
+                },
+            ),
+        ]
 
 
 def test_a_refusing_replica_raises_naming_it(replicas, adapter_dir: Path) -> None:
@@ -72,8 +77,9 @@ def test_a_refusing_replica_raises_naming_it(replicas, adapter_dir: Path) -> Non
 
 def test_an_unreachable_replica_raises_naming_it(replicas, adapter_dir: Path) -> None:
     dead = "http://127.0.0.1:9/v1"
-    with pytest.raises(PublishError, match="127.0.0.1:9"):
+    with pytest.raises(PublishError) as raised:
         push(adapter_dir, lora_name="v", serving_urls=[replicas[0].url, dead], timeout=2)
+    assert raised.value.replica == dead and dead in str(raised.value)
 
 
 def test_a_folder_without_an_adapter_is_refused_before_any_request(replicas, tmp_path) -> None:
@@ -90,8 +96,11 @@ def test_unload_asks_every_replica(replicas) -> None:
 
 @pytest.mark.parametrize(
     ("url", "base"),
-    [("http://h:8001/v1", "http://h:8001"), ("http://h:8001/v1/", "http://h:8001"),
-     ("http://h:8001", "http://h:8001")],
-)  # fmt: skip
+    [
+        ("http://h:8001/v1", "http://h:8001"),
+        ("http://h:8001/v1/", "http://h:8001"),
+        ("http://h:8001", "http://h:8001"),
+    ],
+)
 def test_server_base_strips_the_v1_suffix(url: str, base: str) -> None:
     assert server_base(url) == base

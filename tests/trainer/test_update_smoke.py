@@ -17,9 +17,20 @@ from trainer.policy import load_policy, token_logprobs
 from trainer.update import run_update
 
 STEP_KEYS = {
-    "loss", "pg_loss", "sft_loss", "kl", "mean_advantage", "clip_fraction", "tokens", "seconds",
-    "peak_rss_mb", "peak_gpu_mb", "logprob_gap_mean", "logprob_gap_max", "grad_norm",
-}  # fmt: skip
+    "loss",
+    "pg_loss",
+    "sft_loss",
+    "kl",
+    "mean_advantage",
+    "clip_fraction",
+    "tokens",
+    "seconds",
+    "peak_rss_mb",
+    "peak_gpu_mb",
+    "logprob_gap_mean",
+    "logprob_gap_max",
+    "grad_norm",
+}
 
 
 def _samples(model_dir: Path) -> list[TrainingSample]:
@@ -64,12 +75,18 @@ def _lora_weights(adapter_dir: Path) -> dict[str, torch.Tensor]:
     return load_file(str(adapter_dir / "adapter_model.safetensors"))
 
 
-def _run(config: UpdateConfig, samples: list[TrainingSample], model_dir: Path, out: Path,
-         init: Path | None = None) -> list[dict]:  # fmt: skip
+def _run(
+    config: UpdateConfig,
+    samples: list[TrainingSample],
+    model_dir: Path,
+    out: Path,
+    init: Path | None = None,
+) -> list[dict]:
     return list(
-        run_update(config, samples, base_model_dir=model_dir, init_adapter_dir=init,
-                   out_adapter_dir=out)
-    )  # fmt: skip
+        run_update(
+            config, samples, base_model_dir=model_dir, init_adapter_dir=init, out_adapter_dir=out
+        )
+    )
 
 
 @pytest.mark.parametrize("algorithm", ["rl", "opd", "combined"])

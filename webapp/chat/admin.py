@@ -1,43 +1,211 @@
-"""Admin for conversations, messages and feedback: declarative, read-mostly (services write)."""
+"""Admin for conversations, messages and feedback: declarative and read-mostly (services write).
+
+Each page links along the learning chain (conversation → message → judgements → samples → the
+update that consumed them → the version it produced); list pages select their related rows so
+a page costs the same few queries however many rows it shows.
+"""
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest, StreamingHttpResponse
+from django.utils.html import format_html
 
 from webapp.chat.models import Conversation, Feedback, Message
+from webapp.core.admin_helpers import admin_link, admin_list_link, jsonl_response, pretty_json
+from webapp.learning.export import conversation_records
+from webapp.learning.models import Judgement, Sample
+from webapp.learning.services import messages_rejudge
+
+
+def rejudge_notice(request: HttpRequest, model_admin: admin.ModelAdmin, answers: list) -> None:
+    """Queue the judge again for ``answers`` and tell the admin what will and will not change."""
+    result = messages_rejudge(messages=answers)
+    model_admin.message_user(request, f"Queued {len(result.queued)} answer(s) for judging.")
+    if result.unchanged:
+        model_admin.message_user(
+            request,
+            f"{len(result.unchanged)} of them have the same evidence (next state and feedback) "
+            "as their last judgement, so they keep it: the judge is idempotent per evidence.",
+            level=messages.WARNING,
+        )
+    if result.skipped:
+        reasons = "; ".join(f"{pk}: {why}" for pk, why in sorted(result.skipped.items()))
+        model_admin.message_user(
+            request, f"Not judged (never trained): {reasons}", level=messages.WARNING
+        )
 
 
 class MessageInline(admin.TabularInline):
     model = Message
-    fields = ("role", "status", "turn_index", "selected", "policy_version", "content")
+    fields = (
+        "message_link",
+        "role",
+        "turn_type",
+        "status",
+        "turn_index",
+        "selected",
+        "policy_version",
+        "content",
+        "judgements_link",
+    )
     readonly_fields = fields
     extra = 0
     can_delete = False
-    show_change_link = True
+    show_change_link = False
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Message]:
+        return super().get_queryset(request).select_related("policy_version")
+
+    @admin.display(description="message")
+    def message_link(self, obj: Message) -> object:
+        return admin_link(obj, f"#{obj.pk}")
+
+    @admin.display(description="judgements")
+    def judgements_link(self, obj: Message) -> object:
+        if obj.role != Message.Role.ASSISTANT:
+            return ""
+        return admin_list_link(Judgement, "judgements", message__id__exact=obj.pk)
 
 
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
-    list_display = ("__str__", "owner", "source", "train_consent", "last_activity_at", "closed_at")
-    list_filter = ("source", "train_consent")
+    list_display = (
+        "__str__",
+        "owner",
+        "source",
+        "external_session_id",
+        "message_count",
+        "train_consent",
+        "last_activity_at",
+        "closed_at",
+    )
+    list_filter = ("source", "train_consent", "created_at", "last_activity_at", "closed_at")
     search_fields = ("title", "owner__username", "external_session_id")
+    list_select_related = ("owner",)
     raw_id_fields = ("owner", "api_key")
+    readonly_fields = ("created_at", "last_activity_at", "closed_at", "learning_links")
+    date_hierarchy = "created_at"
     inlines = [MessageInline]
+    actions = ["export_jsonl"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Conversation]:
+        return super().get_queryset(request).annotate(message_total=Count("messages"))
+
+    @admin.display(description="messages", ordering="message_total")
+    def message_count(self, obj: Conversation) -> int:
+        return obj.message_total  # type: ignore[attr-defined]
+
+    @admin.display(description="learning")
+    def learning_links(self, obj: Conversation) -> object:
+        return format_html(
+            "{} · {}",
+            admin_list_link(Judgement, "judgements", conversation=obj.pk),
+            admin_list_link(Sample, "samples", conversation=obj.pk),
+        )
+
+    @admin.action(description="Export selected as JSONL")
+    def export_jsonl(
+        self, request: HttpRequest, queryset: QuerySet[Conversation]
+    ) -> StreamingHttpResponse:
+        ordered = queryset.select_related("owner").order_by("pk")
+        return jsonl_response(conversation_records(ordered), "conversations")
 
 
 @admin.register(Message)
 class MessageAdmin(admin.ModelAdmin):
-    list_display = ("pk", "conversation", "role", "status", "policy_version", "created_at")
-    list_filter = ("role", "status", "turn_type", "policy_version")
-    search_fields = ("content",)
-    raw_id_fields = ("conversation", "parent", "next_state")
-    readonly_fields = ("prompt_token_ids", "token_ids", "token_logprobs", "usage", "completion_id")
+    list_display = (
+        "pk",
+        "conversation_link",
+        "owner",
+        "role",
+        "turn_type",
+        "status",
+        "policy_version",
+        "short_content",
+        "created_at",
+    )
+    list_filter = ("role", "turn_type", "status", "policy_version", "created_at")
+    search_fields = (
+        "content",
+        "conversation__owner__username",
+        "conversation__external_session_id",
+        "completion_id",
+    )
+    list_select_related = ("conversation__owner", "policy_version")
+    raw_id_fields = ("conversation", "parent", "next_state", "policy_version")
+    readonly_fields = (
+        "conversation_link",
+        "learning_links",
+        "prompt_token_ids",
+        "token_ids",
+        "token_logprobs",
+        "sampling_params_pretty",
+        "usage",
+        "completion_id",
+        "created_at",
+        "completed_at",
+    )
+    actions = ["rejudge"]
+
+    @admin.display(description="conversation")
+    def conversation_link(self, obj: Message) -> object:
+        return admin_link(obj.conversation)
+
+    @admin.display(description="owner", ordering="conversation__owner__username")
+    def owner(self, obj: Message) -> str:
+        return obj.conversation.owner.get_username()
+
+    @admin.display(description="content")
+    def short_content(self, obj: Message) -> str:
+        return obj.content[:80]
+
+    @admin.display(description="sampling params")
+    def sampling_params_pretty(self, obj: Message) -> object:
+        return pretty_json(obj.sampling_params)
+
+    @admin.display(description="learning")
+    def learning_links(self, obj: Message) -> object:
+        return format_html(
+            "{} · {}",
+            admin_list_link(Judgement, "judgements", message__id__exact=obj.pk),
+            admin_list_link(Sample, "samples", message__id__exact=obj.pk),
+        )
+
+    def has_rejudge_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("learning.change_judgement")
+
+    @admin.action(description="Re-judge selected answers", permissions=["rejudge"])
+    def rejudge(self, request: HttpRequest, queryset: QuerySet[Message]) -> None:
+        answers = list(queryset.select_related("conversation", "policy_version").order_by("pk"))
+        rejudge_notice(request, self, answers)
 
 
 @admin.register(Feedback)
 class FeedbackAdmin(admin.ModelAdmin):
-    list_display = ("message", "author", "rating", "tags", "updated_at")
-    list_filter = ("rating",)
-    search_fields = ("comment", "correction", "author__username")
+    list_display = ("pk", "message_link", "author", "rating", "tags", "has_comment", "updated_at")
+    list_filter = ("rating", "created_at", "updated_at")
+    search_fields = ("comment", "correction", "author__username", "message__content")
+    list_select_related = ("message", "author")
     raw_id_fields = ("message", "author")
-    readonly_fields = ("history",)
+    readonly_fields = ("message_link", "history_pretty", "created_at", "updated_at")
+    exclude = ("history",)
+
+    @admin.display(description="message")
+    def message_link(self, obj: Feedback) -> object:
+        return admin_link(obj.message)
+
+    @admin.display(description="comment", boolean=True)
+    def has_comment(self, obj: Feedback) -> bool:
+        return bool(obj.comment or obj.correction)
+
+    @admin.display(description="history")
+    def history_pretty(self, obj: Feedback) -> object:
+        return pretty_json(obj.history)

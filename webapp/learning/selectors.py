@@ -14,3 +14,32 @@ def policy_version_live() -> PolicyVersion:
         number=0, defaults={"status": PolicyVersion.Status.LIVE}
     )
     return base
+
+
+def learning_status(*, message_id: int) -> str:
+    """What the learning loop has made of an answer, in a few words ("judged +1 · hint taken ·
+    trained into v4"); empty when nothing yet."""
+    from webapp.learning.models import Judgement, Sample
+
+    judgement = Judgement.objects.filter(message_id=message_id).order_by("-created_at").first()
+    if judgement is None:
+        return ""
+    parts = [f"judged {judgement.score:+d}" if judgement.score else "judged 0"]
+    sample = (
+        Sample.objects.filter(message_id=message_id)
+        .exclude(status=Sample.Status.SUPERSEDED)
+        .select_related("update__produced_version")
+        .order_by("-created_at")
+        .first()
+    )
+    if sample is not None and (sample.hint or sample.correction):
+        parts.append("hint taken")
+    if sample is not None and sample.status == Sample.Status.EXCLUDED:
+        parts.append("excluded from training")
+    if sample is not None and sample.update and sample.update.produced_version:
+        version = sample.update.produced_version
+        if version.status == PolicyVersion.Status.REJECTED:
+            parts.append(f"trained into {version.label} (not published: failed the probe gate)")
+        else:
+            parts.append(f"trained into {version.label}")
+    return " · ".join(parts)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,8 +22,9 @@ from trainer.judge import feedback_hint, is_useful_hint
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.chat.selectors import prompt_path
 from webapp.learning.models import Judgement, Sample
+from webapp.learning.notify import push_learning_status
 from webapp.learning.selectors import policy_version_live
-from webapp.learning.triggers import queue_training_check
+from webapp.learning.triggers import queue_judgement, queue_training_check
 
 SESSION_END_STATE = "(The user ended the conversation here without replying.)"
 
@@ -186,6 +188,7 @@ def judgement_record(
             )
     except IntegrityError:
         return Judgement.objects.get(message=message, fingerprint=evidence.fingerprint)
+    push_learning_status(messages=[(message.conversation_id, message.pk)])
     if ineligibility(message=message) is not None:
         return judgement
     kind = _sample_kind(float(score), hint, evidence.correction)
@@ -272,3 +275,36 @@ def sessions_awaiting_finalization(*, limit: int = 100) -> list[int]:
         .values_list("pk", flat=True)
         .distinct()[:limit]
     )
+
+
+@dataclass(frozen=True)
+class RejudgeRequest:
+    """What an admin's "re-judge" did: the answers queued, and why others were not."""
+
+    queued: list[int]
+    unchanged: list[int]
+    skipped: dict[int, str]
+
+
+def messages_rejudge(*, messages: Iterable[Message]) -> RejudgeRequest:
+    """Queue the judge again for these answers (the admin's "Re-judge" action).
+
+    Judging is idempotent per evidence fingerprint: an answer whose next state and feedback have
+    not changed since its last judgement keeps that judgement (the task finds it and stops), so
+    ``unchanged`` lists those answers for the admin to be told. Answers that may never become
+    samples are skipped with the reason.
+    """
+    queued: list[int] = []
+    unchanged: list[int] = []
+    skipped: dict[int, str] = {}
+    for message in messages:
+        reason = ineligibility(message=message)
+        if reason is not None:
+            skipped[message.pk] = reason
+            continue
+        queued.append(message.pk)
+        evidence = turn_evidence(message=message)
+        if judgement_exists(message_id=message.pk, fingerprint=evidence.fingerprint):
+            unchanged.append(message.pk)
+    queue_judgement(message_ids=queued)
+    return RejudgeRequest(queued=queued, unchanged=unchanged, skipped=skipped)

@@ -25,6 +25,7 @@ from django.db.models import Max, Min
 from django.utils import timezone
 
 from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
+from webapp.learning.notify import push_learning_status
 from webapp.learning.selectors import policy_version_live
 
 TRAINING_LOCK_KEY = 0x5041524C  # "PARL": the advisory lock id for single-flight training
@@ -164,6 +165,11 @@ def training_update_finish(
     Sample.objects.filter(
         pk__in=update.summary.get("sample_ids", []), status=Sample.Status.READY
     ).update(status=Sample.Status.CONSUMED, update=update, consumed_at=timezone.now())
+    push_learning_status(
+        messages=Sample.objects.filter(update=update).values_list(
+            "message__conversation_id", "message_id"
+        )
+    )
     update.status = TrainingUpdate.Status.DONE if passed else TrainingUpdate.Status.REJECTED
     update.produced_version = version
     update.summary = {**update.summary, **summary, "gate": {"passed": passed, "reasons": reasons}}

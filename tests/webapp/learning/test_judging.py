@@ -258,3 +258,32 @@ def test_export_jsonl_writes_conversations_judgements_and_samples(judge, user, t
     assert [r["type"] for r in records] == ["conversation", "judgement", "sample"]
     assert records[0]["messages"][1]["feedback"][0]["comment"] == "Great, thanks a lot!"
     assert records[2]["response_token_ids"] == [7, 8]
+
+
+def test_the_learning_status_says_what_became_of_an_answer(judge, user) -> None:
+    from webapp.learning.selectors import learning_status
+
+    answer = _turn(user)
+    assert learning_status(message_id=answer.pk) == ""
+    services.feedback_set(message=answer, author=user, rating=-1, comment="Be precise: it is 4.")
+    judging.judge_turn(answer.pk)
+    assert learning_status(message_id=answer.pk) == "judged -1 · hint taken"
+    sample = Sample.objects.get(message=answer)
+    version = PolicyVersion.objects.create(number=3, status="candidate", adapter_path="/x")
+    from webapp.learning.models import TrainingUpdate
+
+    update = TrainingUpdate.objects.create(algorithm="rl", produced_version=version, status="done")
+    Sample.objects.filter(pk=sample.pk).update(status="consumed", update=update)
+    assert learning_status(message_id=answer.pk) == "judged -1 · hint taken · trained into v3"
+
+
+def test_judging_pushes_the_status_to_open_chat_pages(
+    judge, user, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    pushed: list[tuple[int, int]] = []
+    monkeypatch.setattr("webapp.learning.notify._push", lambda c, m: pushed.append((c, m)))
+    answer = _turn(user)
+    services.feedback_set(message=answer, author=user, rating=1)
+    with django_capture_on_commit_callbacks(execute=True):
+        judging.judge_turn(answer.pk)
+    assert pushed == [(answer.conversation_id, answer.pk)]

@@ -1,0 +1,277 @@
+"""Personalization benchmark: does Parley learn what one user keeps asking for?
+
+A simulated user talks to Parley through its OpenAI API (the `openai` package), one session per
+topic, and gives feedback as a person would: 👍 when an answer meets their preference, 👎 (and,
+with --feedback comments|corrections, the preference's comment and a corrected answer) when it
+misses. The live loop judges, trains and publishes on its own. After each published version the
+held-out prompts are answered at temperature 0 and scored by the preference's checker; the
+quality guard is each version's probe perplexity relative to the base (from the probe gate).
+
+    python manage.py bench_personalize --preference bench/data/preferences.json \
+        --name starts-with-sure --algorithm combined --feedback comments --versions 8
+
+Outputs a terminal table, bench/results/personalize-*.json and a PNG plot next to it, and a line
+in bench/results.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+
+from bench.common import ROOT, RunningSystem, record, running_system
+from bench.preferences import Preference, load_preferences, load_prompts
+
+
+@dataclass
+class VersionScore:
+    version: int
+    feedback_turns: int
+    score: float
+    ppl_ratio: float | None
+    seconds: float
+
+
+@dataclass
+class Run:
+    preference: str
+    algorithm: str
+    feedback: str
+    versions: list[VersionScore] = field(default_factory=list)
+    turns: int = 0
+    thumbs_up: int = 0
+
+
+def _sql(system: RunningSystem, query: str, params: tuple = ()) -> list[tuple]:
+    import psycopg
+
+    from webapp.config import database_from_url
+
+    url = json.loads((system.var_dir / "run" / "infra.json").read_text())["database_url"]
+    db = database_from_url(url)
+    with psycopg.connect(host=db["HOST"], user=db["USER"], dbname=db["NAME"]) as conn:
+        return conn.execute(query, params).fetchall()
+
+
+def _live_version(system: RunningSystem) -> int:
+    return _sql(system, "SELECT number FROM learning_policyversion WHERE status = 'live'")[0][0]
+
+
+def _ppl_ratio(system: RunningSystem, number: int) -> float | None:
+    rows = _sql(
+        system,
+        "SELECT number, probe_metrics FROM learning_policyversion WHERE number IN (0, %s)",
+        (number,),
+    )
+    metrics = {n: m for n, m in rows}
+    base, this = metrics.get(0, {}).get("probe_ppl"), metrics.get(number, {}).get("probe_ppl")
+    if number == 0:
+        return 1.0
+    return this / base if base and this else None
+
+
+def evaluate(
+    system: RunningSystem, preference: Preference, prompts: list[str], number: int, max_tokens: int
+) -> float:
+    """Share of held-out prompts whose greedy answer satisfies the preference."""
+    model = "base" if number == 0 else f"parley-v{number}"
+    bodies = [
+        {
+            "model": model,
+            "stream": True,
+            "temperature": 0,
+            "max_tokens": max_tokens,
+            "stream_options": {"include_usage": True},
+            "messages": [{"role": "user", "content": p}],
+        }
+        for p in prompts
+    ]
+    answers = asyncio.run(_answers(system.vllm_url + "/chat/completions", bodies))
+    return sum(preference.satisfied(a) for a in answers) / len(answers)
+
+
+async def _answers(url: str, bodies: list[dict[str, Any]]) -> list[str]:
+    async with httpx.AsyncClient(timeout=600) as client:
+
+        async def one(body: dict[str, Any]) -> str:
+            response = await client.post(url, json={**body, "stream": False})
+            response.raise_for_status()
+            return response.json()["choices"][0]["message"]["content"] or ""
+
+        return list(await asyncio.gather(*(one(b) for b in bodies)))
+
+
+def simulate(
+    system: RunningSystem,
+    preference: Preference,
+    prompts: dict[str, list[str]],
+    *,
+    algorithm: str,
+    feedback: str,
+    turns: int,
+    versions: int,
+    seed: int,
+    eval_tokens: int,
+) -> Run:
+    from tqdm import tqdm
+
+    run = Run(preference=preference.name, algorithm=algorithm, feedback=feedback)
+    client = openai.OpenAI(
+        base_url=system.web_url + "/v1", api_key=system.api_key, max_retries=2, timeout=300
+    )
+    headers = {"Authorization": f"Bearer {system.api_key}"}
+    started = time.monotonic()
+    score = evaluate(system, preference, prompts["held_out"], 0, eval_tokens)
+    run.versions.append(VersionScore(0, 0, score, 1.0, 0.0))
+    seen = 0
+    bar = tqdm(total=turns, desc=f"{preference.name} ({algorithm}, {feedback})", unit="turn")
+    for turn in range(turns):
+        prompt = prompts["train"][turn % len(prompts["train"])]
+        completion = client.chat.completions.create(
+            model="parley",
+            messages=[{"role": "user", "content": prompt}],
+            max_tokens=eval_tokens,
+            temperature=0.8,
+            seed=seed + turn,
+            extra_headers={"X-Session-Id": f"bench-{seed}-{turn}", "X-Session-Done": "1"},
+        )
+        answer = completion.choices[0].message.content or ""
+        good = preference.satisfied(answer)
+        body: dict[str, Any] = {"completion_id": completion.id, "rating": 1 if good else -1}
+        if not good and feedback in ("comments", "corrections"):
+            body["comment"] = preference.comment
+        if not good and feedback == "corrections" and preference.correctable:
+            body["correction"] = preference.correct(answer)
+        httpx.post(system.web_url + "/v1/feedback", json=body, headers=headers, timeout=60)
+        run.turns += 1
+        run.thumbs_up += int(good)
+        bar.update(1)
+        live = _live_version(system)
+        while live > seen:
+            seen = live
+            score = evaluate(system, preference, prompts["held_out"], live, eval_tokens)
+            run.versions.append(
+                VersionScore(
+                    live, run.turns, score, _ppl_ratio(system, live), time.monotonic() - started
+                )
+            )
+            bar.write(f"v{live}: score {score:.2f} after {run.turns} turns")
+        if seen >= versions:
+            break
+    bar.close()
+    return run
+
+
+def plot(run: Run, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    xs = [v.version for v in run.versions]
+    left.plot(xs, [v.score for v in run.versions], marker="o")
+    left.set(
+        xlabel="published version",
+        ylabel="held-out score",
+        ylim=(0, 1.05),
+        title=f"{run.preference}: score per version",
+    )
+    right.plot(
+        [v.feedback_turns for v in run.versions], [v.score for v in run.versions], marker="o"
+    )
+    right.set(
+        xlabel="feedback turns",
+        ylabel="held-out score",
+        ylim=(0, 1.05),
+        title=f"{run.algorithm}, feedback: {run.feedback}",
+    )
+    for axis in (left, right):
+        axis.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="manage.py bench_personalize", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--preference", type=Path, default=ROOT / "bench" / "data" / "preferences.json"
+    )
+    parser.add_argument("--name", default="starts-with-sure", help="which preference of the file")
+    parser.add_argument("--prompts", type=Path, default=ROOT / "bench" / "data" / "prompts.json")
+    parser.add_argument("--algorithm", choices=["rl", "opd", "combined"], default="combined")
+    parser.add_argument(
+        "--feedback", choices=["thumbs", "comments", "corrections"], default="corrections"
+    )
+    parser.add_argument("--turns", type=int, default=128, help="most feedback turns")
+    parser.add_argument("--versions", type=int, default=16, help="stop after this many versions")
+    parser.add_argument("--batch-size", type=int, default=8, help="samples per update")
+    parser.add_argument("--eval-tokens", type=int, default=48)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    preferences = {p.name: p for p in load_preferences(args.preference)}
+    if args.name not in preferences:
+        parser.error(f"no preference {args.name!r}; the file has {', '.join(preferences)}")
+    preference = preferences[args.name]
+    prompts = load_prompts(args.prompts)
+    env = {
+        "PARLEY_TRAIN_ALGORITHM": args.algorithm,
+        "PARLEY_TRAIN_BATCH_SIZE": str(args.batch_size),
+        "PARLEY_TRAIN_MAX_WAIT_S": "100000",
+        "PARLEY_SESSION_IDLE_MINUTES": "100000",
+    }
+    with running_system(env) as system:
+        run = simulate(
+            system,
+            preference,
+            prompts,
+            algorithm=args.algorithm,
+            feedback=args.feedback,
+            turns=args.turns,
+            versions=args.versions,
+            seed=args.seed,
+            eval_tokens=args.eval_tokens,
+        )
+    out_dir = ROOT / "bench" / "results"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"personalize-{run.preference}-{run.algorithm}-{run.feedback}"
+    print(f"\n{'version':>8}{'turns':>8}{'score':>8}{'ppl/base':>10}{'minutes':>9}")
+    for v in run.versions:
+        ratio = f"{v.ppl_ratio:.3f}" if v.ppl_ratio else "—"
+        label = f"v{v.version}"
+        minutes = v.seconds / 60
+        print(f"{label:>8}{v.feedback_turns:>8}{v.score:>8.2f}{ratio:>10}{minutes:>9.1f}")
+    first, best = run.versions[0].score, max(v.score for v in run.versions)
+    worst_ppl = max((v.ppl_ratio or 1.0) for v in run.versions)
+    target = best >= 0.8 or best - first >= 0.5
+    print(
+        f"score {first:.2f} → best {best:.2f} within {len(run.versions) - 1} versions "
+        f"(target ≥ 0.8 or +0.5: {'met' if target else 'not met'}); "
+        f"worst perplexity {worst_ppl:.3f}× base (target ≤ 1.10)"
+    )
+    result = {
+        "preference": run.preference,
+        "algorithm": run.algorithm,
+        "feedback": run.feedback,
+        "turns": run.turns,
+        "thumbs_up": run.thumbs_up,
+        "versions": [vars(v) for v in run.versions],
+        "target_met": target,
+        "worst_ppl_ratio": worst_ppl,
+    }
+    (out_dir / f"{stem}.json").write_text(json.dumps(result, indent=2))
+    plot(run, out_dir / f"{stem}.png")
+    print(f"bench | wrote bench/results/{stem}.json and .png")
+    record("personalize", result)
+    return 0

@@ -1,0 +1,1 @@
+"""The staff learning dashboard: live version, queue depths, samples waiting, and charts."""

@@ -1,0 +1,49 @@
+"""Live learning status in open chat pages: a small fragment pushed over the channel layer to
+the conversation's group; the htmx ws extension swaps it into the answer's status slot."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from django.db import transaction
+from django.utils.html import format_html
+
+log = logging.getLogger(__name__)
+
+
+def _fragment(message_id: int, status: str) -> str:
+    return format_html(
+        '<span class="learning-status" id="learning-status-{}" hx-swap-oob="true" '
+        'aria-live="polite">{}</span>',
+        message_id,
+        status,
+    )
+
+
+def _push(conversation_id: int, message_id: int) -> None:
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from webapp.chat.consumers import conversation_group
+    from webapp.learning.selectors import learning_status
+
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(
+            conversation_group(conversation_id),
+            {
+                "type": "chat.fragment",
+                "html": _fragment(message_id, learning_status(message_id=message_id)),
+            },
+        )
+    except Exception:  # a status badge must never fail judging or training
+        log.warning("could not push learning status of message %s", message_id, exc_info=True)
+
+
+def push_learning_status(*, messages: Iterable[tuple[int, int]]) -> None:
+    """After commit, refresh the status badge of each (conversation id, message id)."""
+    for conversation_id, message_id in messages:
+        transaction.on_commit(lambda c=conversation_id, m=message_id: _push(c, m))

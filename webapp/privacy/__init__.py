@@ -1,0 +1,1 @@
+""" "My data": every user can export their own conversations and feedback, and delete one."""
