@@ -26,6 +26,21 @@ class RunningSystem:
     vllm_url: str
     api_key: str
     var_dir: Path
+    env: dict[str, str]
+
+    def manage(self, *args: str) -> str:
+        """A manage.py command against this system (its database, its serving replicas)."""
+        import subprocess
+        import sys
+
+        return subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
 
 
 @contextmanager
@@ -58,7 +73,7 @@ def running_system(extra_env: dict[str, str] | None = None) -> Iterator[RunningS
             check=True,
         ).stdout.strip()
         yield RunningSystem(
-            f"http://127.0.0.1:{web_port}", f"http://127.0.0.1:{vllm_port}/v1", key, var_dir
+            f"http://127.0.0.1:{web_port}", f"http://127.0.0.1:{vllm_port}/v1", key, var_dir, env
         )
     finally:
         launcher.interrupt()

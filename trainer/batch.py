@@ -8,6 +8,7 @@ only tokenisation done here is of prompts the caller builds (the hinted teacher 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,6 +95,11 @@ def collate(
         if target_logprobs is not None:
             target_logp_B_T[row, start:end] = torch.tensor(target_logprobs[row])
     return Batch(input_ids_B_T, attention_mask_B_T, target_mask_B_T, target_logp_B_T)
+
+
+def micro_batches(rows: list[int], size: int) -> Iterator[list[int]]:
+    """Consecutive slices of at most ``size`` row indices."""
+    return (rows[k : k + size] for k in range(0, len(rows), size))
 
 
 def move_targets(values_B_S: Tensor, from_mask_B_S: Tensor, to_mask_B_T: Tensor) -> Tensor:

@@ -9,6 +9,7 @@ copy of the weights serves all three roles. Adapters are saved as peft writes th
 from __future__ import annotations
 
 import contextlib
+import resource
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,13 @@ from trainer.config import UpdateConfig
 # Above this many scored tokens the vocabulary projection runs in chunks that are recomputed
 # in the backward pass, so peak memory holds one chunk's logits (tokens × vocab), not all.
 LOGIT_CHUNK_TOKENS = 2048
+_LOGIT_TRANSFORMS = (
+    "final_logit_softcapping",
+    "logit_scale",
+    "output_multiplier",
+    "lm_head_multiplier",
+    "logits_scaling",
+)
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:
@@ -93,8 +101,10 @@ def token_logprobs(
     are never materialised, which is most of the saving over a full ``model(...).logits``.
     """
     lm = _causal_lm(model)
-    if getattr(lm.config, "final_logit_softcapping", None):
-        raise NotImplementedError("models with logit soft-capping are not supported")
+    scaled = [name for name in _LOGIT_TRANSFORMS if getattr(lm.config, name, None) is not None]
+    if scaled:
+        # We apply the LM head ourselves; these configs change logits after it.
+        raise NotImplementedError(f"models with {scaled[0]} are not supported")
     target_mask_B_T = response_mask_B_T.bool().clone()
     target_mask_B_T[:, 0] = False  # the first token has no context to be predicted from
     predict_mask_B_T = torch.zeros_like(target_mask_B_T)
@@ -138,3 +148,10 @@ def save_adapter(model: PeftModel, out_dir: str | Path) -> Path:
         if not (out / name).is_file():
             raise RuntimeError(f"{out / name} was not written")
     return out
+
+
+def peak_memory(device: torch.device) -> dict[str, float | None]:
+    """Peak resident memory of this process so far (Linux reports KiB), and peak GPU memory."""
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    gpu_mb = torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
+    return {"peak_rss_mb": rss_mb, "peak_gpu_mb": gpu_mb}

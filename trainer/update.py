@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import resource
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ import torch
 from torch import Tensor
 
 from trainer.advantages import ALGORITHM_SIGNALS, reward_advantages, token_advantages
-from trainer.batch import Batch, TrainingSample, collate, move_targets
+from trainer.batch import Batch, TrainingSample, collate, micro_batches, move_targets
 from trainer.config import UpdateConfig
 from trainer.losses import (
     kl_k3,
@@ -42,6 +41,7 @@ from trainer.losses import (
 from trainer.policy import (
     adapter_disabled,
     load_policy,
+    peak_memory,
     save_adapter,
     token_logprobs,
     trainable_parameters,
@@ -105,11 +105,11 @@ def run_update(
                 pad_id=pad_id,
                 device=dev,
             )
-            for rows in _split(pg_rows, config.micro_batch_size)
+            for rows in micro_batches(pg_rows, config.micro_batch_size)
         ]
     sft_batches = [
         _correction_batch([samples[i] for i in rows], pad_id).to(dev)
-        for rows in _split(sft_rows, config.micro_batch_size)
+        for rows in micro_batches(sft_rows, config.micro_batch_size)
     ]
     pg_tokens = sum(float(c.batch.target_mask_B_T.sum()) for c in chunks)
     sft_tokens = sum(float(b.target_mask_B_T.sum()) for b in sft_batches)
@@ -164,7 +164,7 @@ def run_update(
             "seconds": seconds,
             "tokens_per_second": tokens / seconds,
             **gap,
-            **_peak_memory(dev),
+            **peak_memory(dev),
         }
         yield metrics
 
@@ -181,12 +181,8 @@ def run_update(
         "setup_seconds": setup_seconds,
         "seconds": time.perf_counter() - started,
         **gap,
-        **_peak_memory(dev),
+        **peak_memory(dev),
     }
-
-
-def _split(rows: list[int], size: int) -> Iterator[list[int]]:
-    return (rows[k : k + size] for k in range(0, len(rows), size))
 
 
 def _correction_batch(samples: list[TrainingSample], pad_id: int) -> Batch:
@@ -307,10 +303,3 @@ def _logprob_gap(chunks: list[_Chunk]) -> dict[str, float]:
         return {"logprob_gap_mean": math.nan, "logprob_gap_max": math.nan}
     all_gaps = torch.cat(gaps)
     return {"logprob_gap_mean": float(all_gaps.mean()), "logprob_gap_max": float(all_gaps.max())}
-
-
-def _peak_memory(device: torch.device) -> dict[str, float | None]:
-    """Peak resident memory of this process so far (Linux reports KiB), and peak GPU memory."""
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    gpu_mb = torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
-    return {"peak_rss_mb": rss_mb, "peak_gpu_mb": gpu_mb}

@@ -49,6 +49,8 @@ INSTALLED_APPS = [
     "webapp.chat",
     "webapp.api",
     "webapp.learning",
+    "webapp.dashboard",
+    "webapp.privacy",
 ]
 
 MIDDLEWARE = [
@@ -186,7 +188,20 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
 
-SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", not DEBUG and not EMBEDDED)
+# Production is served over HTTPS by a TLS-terminating proxy that sets X-Forwarded-Proto;
+# embedded and debug mode serve plain http on 127.0.0.1, where none of this may apply.
+HTTPS = env_bool("DJANGO_HTTPS", not DEBUG and not EMBEDDED)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HTTPS else None
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", HTTPS)
+# Health checks (compose, load balancers) call /healthz over plain http inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 31_536_000 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
+# Joining the browsers' HSTS preload list is a separate request the operator makes and can
+# hardly undo, so it stays opt-in and its deploy-check reminder (W021) is off until then.
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", HTTPS)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"

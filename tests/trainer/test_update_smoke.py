@@ -165,3 +165,26 @@ def test_sampler_old_logprobs_also_train(tiny_model_dir: Path, tmp_path: Path) -
     results = _run(config, _samples(tiny_model_dir), tiny_model_dir, tmp_path / "s")
     assert all(math.isfinite(r["loss"]) for r in results[:-1])
     assert results[0]["logprob_gap_mean"] > 0
+
+
+@pytest.mark.parametrize("teacher", ["base", "policy"])
+def test_a_continued_adapter_can_be_its_own_teacher(
+    teacher: str, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    samples = _samples(tiny_model_dir)
+    first = _run(UpdateConfig(lr=1e-2), samples, tiny_model_dir, tmp_path / "v1")[-1]
+    config = UpdateConfig(algorithm="opd", teacher=teacher, lr=1e-2)
+    results = _run(config, samples, tiny_model_dir, tmp_path / "v2", Path(first["adapter_dir"]))
+    # The OPD advantage is teacher − old; the two teachers disagree once the adapter has moved.
+    assert math.isfinite(results[0]["mean_advantage"]) and results[0]["mean_advantage"] != 0.0
+    assert results[-1]["done"] is True
+
+
+def test_lora_dropout_still_measures_the_gap_against_a_clean_old_policy(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    samples = _samples(tiny_model_dir)
+    clean = _run(UpdateConfig(lr=1e-2), samples, tiny_model_dir, tmp_path / "a")
+    dropout = _run(UpdateConfig(lr=1e-2, lora_dropout=0.1), samples, tiny_model_dir, tmp_path / "b")
+    # A new adapter is the base model whatever its dropout: the old log-probs are the same.
+    assert dropout[0]["logprob_gap_mean"] == pytest.approx(clean[0]["logprob_gap_mean"], abs=1e-6)

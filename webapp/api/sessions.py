@@ -75,9 +75,22 @@ def _find_conversation(
         )
         return conversation, _main_path(conversation) if conversation else []
     best: tuple[Conversation | None, list[Message]] = (None, [])
-    candidates = Conversation.objects.filter(
-        api_key=key, external_session_id="", closed_at__isnull=True
-    ).order_by("-last_activity_at")[:PREFIX_CANDIDATES]
+    # Only a request that carries an earlier answer can continue a conversation, and only one
+    # whose first user message is the request's: both are cheap to check in SQL.
+    first_user = next((m for m in messages if m["role"] == "user"), None)
+    if first_user is None or not any(m["role"] == "assistant" for m in messages):
+        return best
+    candidates = (
+        Conversation.objects.filter(
+            api_key=key,
+            external_session_id="",
+            closed_at__isnull=True,
+            messages__role=Message.Role.USER,
+            messages__content=first_user.get("content") or "",
+        )
+        .distinct()
+        .order_by("-last_activity_at")[:PREFIX_CANDIDATES]
+    )
     for conversation in candidates:
         path = _main_path(conversation)
         if path and len(path) < len(messages) and _matched_length(path, messages) == len(path):

@@ -187,6 +187,35 @@ def _start_answers(
     return answers
 
 
+def _record_turn(
+    *,
+    key: ApiKey,
+    chat: ChatRequest,
+    turn_type: str,
+    session_id: str,
+    version: PolicyVersion,
+    served: str,
+    completion_id: str,
+) -> tuple[RecordedTurn, list[Message]]:
+    """Record the request's new messages and the answers about to stream, in one go."""
+    turn = api_turn_record(
+        key=key,
+        messages=chat.messages,
+        turn_type=turn_type,
+        session_id=session_id,
+        user_field=str(chat.params.get("user") or ""),
+    )
+    answers = _start_answers(
+        turn=turn,
+        version=version,
+        served=served,
+        chat=chat,
+        turn_type=turn_type,
+        completion_id=completion_id,
+    )
+    return turn, answers
+
+
 def _finish_answers(
     *,
     answers: list[Message],
@@ -244,12 +273,52 @@ def _client_chunk(
     return out
 
 
+# Key and live version, remembered for a moment per web process: the first token then needs
+# no database round trip. A revoked key or a newly published version is seen within this time.
+AUTH_CACHE_S = 2.0
+_auth_cache: dict[tuple[str, str], tuple[float, ApiKey, PolicyVersion]] = {}
+
+
+def _authenticate_and_resolve(secret: str, model: str) -> tuple[ApiKey, PolicyVersion]:
+    """One trip to the database before the model starts: the key, then the version to serve."""
+    key = api_key_authenticate(secret=secret)
+    if key is None:
+        raise ApiError(401, "Incorrect or revoked API key provided.", code="invalid_api_key")
+    version = _resolve_model(model)
+    if len(_auth_cache) > 10_000:
+        _auth_cache.clear()
+    _auth_cache[(secret, model)] = (time.monotonic(), key, version)
+    return key, version
+
+
+def _cached_auth(secret: str, model: str) -> tuple[ApiKey, PolicyVersion] | None:
+    cached = _auth_cache.get((secret, model))
+    if cached is not None and time.monotonic() - cached[0] < AUTH_CACHE_S:
+        return cached[1], cached[2]
+    return None
+
+
+def _bearer(request: HttpRequest) -> str:
+    scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not secret.strip():
+        raise ApiError(
+            401,
+            "Missing API key: send 'Authorization: Bearer pk-…' "
+            "(create a key under Settings → API keys).",
+            code="invalid_api_key",
+        )
+    return secret.strip()
+
+
 @_api_view
 async def chat_completions(request: HttpRequest) -> HttpResponse:
-    key = await _authenticate(request)
+    secret = _bearer(request)
     _require(request, "POST")
     chat = parse_chat_request(_read_json(request))
     turn_type = _turn_type(request)
+    key, version = _cached_auth(secret, chat.model) or await sync_to_async(
+        _authenticate_and_resolve
+    )(secret, chat.model)
     retry_after = await retry_after_if_limited(
         key_id=key.pk, limit=settings.API_RATE_LIMIT_PER_MINUTE
     )
@@ -261,46 +330,66 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
             code="rate_limit_exceeded",
             headers={"Retry-After": str(retry_after)},
         )
-    version = await sync_to_async(_resolve_model)(chat.model)
     served = version.served_name(settings.PARLEY_MODEL_ID)
-    turn = await sync_to_async(api_turn_record)(
-        key=key,
-        messages=chat.messages,
-        turn_type=turn_type,
-        session_id=request.headers.get("X-Session-Id", "").strip(),
-        user_field=str(chat.params.get("user") or ""),
-    )
     close = request.headers.get("X-Session-Done", "").strip().lower() in {"1", "true", "yes"}
+    completion_id = "chatcmpl-" + uuid.uuid4().hex
+    finish = sync_to_async(_finish_answers)
 
+    # The model starts on the prompt at once and the turn is recorded alongside: recording
+    # never delays the first token. The answer is stored before the stream says [DONE].
     stream = stream_chat(chat.messages, model=served, params=chat.params)
+    first_chunk = asyncio.ensure_future(anext(stream))
+    recording = asyncio.ensure_future(
+        sync_to_async(_record_turn)(
+            key=key,
+            chat=chat,
+            turn_type=turn_type,
+            session_id=request.headers.get("X-Session-Id", "").strip(),
+            version=version,
+            served=served,
+            completion_id=completion_id,
+        )
+    )
+
+    async def recorded() -> tuple[RecordedTurn, list[Message]]:
+        try:
+            return await asyncio.shield(recording)
+        except Exception as exc:
+            log.exception("could not record completion %s", completion_id)
+            raise ApiError(
+                503,
+                "The conversation could not be stored right now; please retry.",
+                code="storage_unavailable",
+                headers={"Retry-After": str(settings.API_SERVE_RETRY_AFTER_S)},
+            ) from exc
+
+    async def settle(accumulator: CompletionAccumulator, status: str, error: str) -> None:
+        turn, answers = await recorded()
+        await asyncio.shield(
+            finish(
+                answers=answers,
+                accumulator=accumulator,
+                status=status,
+                error=error,
+                close=close,
+                conversation=turn.conversation,
+            )
+        )
+
     try:
-        first = await anext(stream)
+        first = await first_chunk
     except StopAsyncIteration:
         first = None
-    except ServingUnavailable as exc:
-        raise _unavailable(str(exc)) from exc
-    except ServingError as exc:
+    except (ServingUnavailable, ServingError) as exc:
+        await settle(CompletionAccumulator(), "failed", str(exc))
+        if isinstance(exc, ServingUnavailable):
+            raise _unavailable(str(exc)) from exc
         raise ApiError(
             400 if exc.status < 500 else 502,
             exc.message,
             param=exc.param or "messages",
             code="serving_rejected",
         ) from exc
-
-    completion_id = "chatcmpl-" + uuid.uuid4().hex
-    answers = await sync_to_async(_start_answers)(
-        turn=turn,
-        version=version,
-        served=served,
-        chat=chat,
-        turn_type=turn_type,
-        completion_id=completion_id,
-    )
-    finish = sync_to_async(_finish_answers)
-    headers = {
-        "X-Parley-Version": version.label,
-        "X-Parley-Conversation": str(turn.conversation.pk),
-    }
 
     async def chunks() -> AsyncIterator[dict[str, Any]]:
         if first is not None:
@@ -314,28 +403,15 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
             async for chunk in chunks():
                 accumulator.add(chunk)
         except (ServingUnavailable, ServingError) as exc:
-            await finish(
-                answers=answers,
-                accumulator=accumulator,
-                status="failed",
-                error=str(exc),
-                close=close,
-                conversation=turn.conversation,
-            )
+            await settle(accumulator, "failed", str(exc))
             raise _unavailable(str(exc)) from exc
-        await finish(
-            answers=answers,
-            accumulator=accumulator,
-            status="complete",
-            error="",
-            close=close,
-            conversation=turn.conversation,
-        )
+        await settle(accumulator, "complete", "")
+        turn, _ = await recorded()
         response = JsonResponse(
             _completion_body(accumulator, completion_id=completion_id, chat=chat)
         )
-        for name, value in headers.items():
-            response[name] = value
+        response["X-Parley-Version"] = version.label
+        response["X-Parley-Conversation"] = str(turn.conversation.pk)
         return response
 
     async def events() -> AsyncIterator[str]:
@@ -350,37 +426,30 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
             status, error = "complete", ""
         except (ServingUnavailable, ServingError) as exc:
             status, error = "failed", str(exc)
-            body = {
-                "error": {
-                    "message": f"The model server failed mid-answer: {exc}",
-                    "type": "service_unavailable",
-                    "param": None,
-                    "code": "serving_unavailable",
-                }
-            }
-            yield f"data: {json.dumps(body)}\n\n"
+            yield _sse_error(f"The model server failed mid-answer: {exc}", "serving_unavailable")
         finally:
             await stream.aclose()
-            # Shielded: a client that disconnects cancels this generator, but what was
-            # generated until then is still recorded.
-            await asyncio.shield(
-                finish(
-                    answers=answers,
-                    accumulator=accumulator,
-                    status=status,
-                    error=error,
-                    close=close,
-                    conversation=turn.conversation,
-                )
-            )
+            # A client that disconnects cancels this generator; what was generated until then
+            # is still recorded (the settling is shielded from the cancellation).
+            try:
+                await settle(accumulator, status, error)
+            except ApiError as exc:
+                if status != "stopped":
+                    yield _sse_error(exc.message, "storage_unavailable")
         yield "data: [DONE]\n\n"
 
     response = StreamingHttpResponse(events(), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
-    for name, value in headers.items():
-        response[name] = value
+    response["X-Parley-Version"] = version.label
     return response
+
+
+def _sse_error(message: str, code: str) -> str:
+    body = {
+        "error": {"message": message, "type": "service_unavailable", "param": None, "code": code}
+    }
+    return f"data: {json.dumps(body)}\n\n"
 
 
 def _completion_body(

@@ -225,7 +225,9 @@ class JudgementAdmin(ViewOnlyAdmin):
         "message__conversation__owner__username",
         "message__conversation__external_session_id",
     )
-    list_select_related = ("message__conversation", "sample")
+    # The admin applies list_select_related only to a queryset that selects nothing yet, so
+    # the whole chain the list shows is named here rather than in get_queryset.
+    list_select_related = ("message__conversation", "sample__update__produced_version")
     fields = (
         "message_link",
         "conversation_link",
@@ -246,9 +248,6 @@ class JudgementAdmin(ViewOnlyAdmin):
     )
     readonly_fields = fields
     actions = ["export_jsonl", "rejudge"]
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Judgement]:
-        return super().get_queryset(request).select_related("sample__update__produced_version")
 
     @admin.display(description="message")
     def message_link(self, obj: Judgement) -> object:
@@ -367,9 +366,6 @@ class SampleAdmin(ViewOnlyAdmin):
     )
     readonly_fields = fields
     actions = ["export_jsonl", "exclude_from_training"]
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Sample]:
-        return super().get_queryset(request).select_related("judgement")
 
     @admin.display(description="message")
     def message_link(self, obj: Sample) -> object:

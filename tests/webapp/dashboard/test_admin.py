@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.urls import reverse
 
-from tests.webapp.dashboard.conftest import judged, sampled, trained_update, turn
+from tests.webapp.dashboard.conftest import judged, sampled, turn
 from webapp.api.models import ApiKey
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
@@ -228,7 +228,10 @@ def test_rejudge_queues_the_judge_and_says_which_evidence_is_unchanged(
     with django_capture_on_commit_callbacks(execute=True):
         response = _act(admin_client_, Message, "rejudge", [fresh, seen, side])
     assert sorted(no_broker) == sorted(
-        [("trainer.tasks.judging.judge_message", fresh.pk), ("trainer.tasks.judging.judge_message", seen.pk)]
+        [
+            ("trainer.tasks.judging.judge_message", fresh.pk),
+            ("trainer.tasks.judging.judge_message", seen.pk),
+        ]
     )
     notes = [str(m) for m in response.wsgi_request._messages]
     assert "Queued 2 answer(s) for judging." in notes

@@ -1,0 +1,53 @@
+"""Per-sample advantages from rewards: groups, running baseline, algorithm signals."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from trainer.advantages import reward_advantages, token_advantages
+from trainer.batch import TrainingSample
+from trainer.config import UpdateConfig
+
+
+def _sample(reward: float | None, group: str | None = None) -> TrainingSample:
+    return TrainingSample([1], [2, 3], [-1.0, -1.0], reward=reward, group_id=group)
+
+
+def test_siblings_in_a_group_are_normalised_and_singles_keep_their_reward() -> None:
+    samples = [
+        _sample(1.0, "g"),
+        _sample(-1.0, "g"),
+        _sample(1.0, "g"),
+        _sample(-1.0),
+        _sample(None, "g"),
+        _sample(1.0, "lonely"),
+    ]
+    advantages, _ = reward_advantages(UpdateConfig(), samples)
+    assert sum(advantages[:3]) == pytest.approx(0.0, abs=1e-6)
+    assert advantages[0] > 0 > advantages[1]
+    assert advantages[3:] == [-1.0, 0.0, 1.0]  # a group of one is just a reward
+
+
+def test_running_baseline_applies_to_singles_and_carries_over() -> None:
+    config = UpdateConfig(use_running_baseline=True, initial_baseline=0.5, baseline_momentum=0.5)
+    advantages, baseline = reward_advantages(config, [_sample(1.0), _sample(-1.0)])
+    assert advantages == [0.5, -1.75]
+    assert baseline == pytest.approx(-0.125)
+
+
+def test_token_advantages_combine_reward_and_teacher_gap_per_row() -> None:
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
+    teacher = torch.tensor([[-1.0, -1.0, 0.0], [-1.0, -2.0, -3.0]])
+    old = torch.full((2, 3), -2.0)
+    config = UpdateConfig(w_rl=2.0, w_opd=0.5)
+    advantages = token_advantages(
+        config,
+        torch.tensor([1.0, -1.0]),
+        teacher,
+        old,
+        mask,
+        uses_rl_B=torch.tensor([True, False]),
+        uses_opd_B=torch.tensor([True, True]),
+    )
+    assert advantages.tolist() == [[2.5, 2.5, 0.0], [0.5, 0.0, -0.5]]
