@@ -29,7 +29,7 @@ model: $(RUNTIME)
 	$(PY) manage.py prepare_model
 
 bench: $(TESTDEPS)
-	@$(PY) -m webapp.infra.launcher exec -- $(PY) -m bench.all
+	@$(PY) -m bench.all
 
 $(PY):
 	@echo "parley | creating $(VENV) with $(PYTHON_BIN)"

@@ -13,6 +13,7 @@ RUNS = [
     ["-m", "bench.swap_under_load", "--rounds", "2"],
     ["-m", "bench.feedback_to_live"],
     ["bench/trainer_throughput.py"],
+    ["-m", "bench.cpu_engines"],
     ["manage.py", "bench_personalize", "--versions", "3", "--turns", "40", "--batch-size", "8"],
 ]
 

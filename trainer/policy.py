@@ -9,6 +9,7 @@ copy of the weights serves all three roles. Adapters are saved as peft writes th
 from __future__ import annotations
 
 import contextlib
+import os
 import resource
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,10 +35,14 @@ _LOGIT_TRANSFORMS = (
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:
-    """The given device, else CUDA when present, else the CPU."""
+    """The given device, else CUDA when present (this process's GPU under a launcher that sets
+    LOCAL_RANK, such as torchrun or accelerate), else the CPU."""
     if device is not None:
         return torch.device(device)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if not torch.cuda.is_available():
+        return torch.device("cpu")
+    local_rank = os.environ.get("LOCAL_RANK")
+    return torch.device(f"cuda:{local_rank}" if local_rank is not None else "cuda")
 
 
 def load_policy(

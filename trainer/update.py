@@ -12,6 +12,12 @@ as they come; it never sees a database. The algorithm, in order:
    yet), so the old log-probs, the OPD advantages and the trainer–sampler gap cost no extra pass.
 4. Save the adapter and yield a summary with ``"done": True``.
 
+Several processes (``World``, launched by ``trainer.distributed``) compute the same update: each
+rank computes the advantages and token counts from all samples, takes every ``world_size``-th
+micro-batch, and the LoRA gradients and metric totals are summed across ranks before clipping.
+No DDP wrapper: the adapter is tiny, so one all-reduce of its flattened gradients per step is
+simpler than hooking every backward pass. Only rank 0 yields metrics and saves the adapter.
+
 Simplified on purpose: one full batch per step (no minibatch shuffling), a constant learning
 rate and no warm-up — an update is two or three steps, too few for a schedule to matter.
 """
@@ -27,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch import Tensor
 
 from trainer.advantages import ALGORITHM_SIGNALS, reward_advantages, token_advantages
@@ -46,6 +53,21 @@ from trainer.policy import (
     token_logprobs,
     trainable_parameters,
 )
+
+
+@dataclass(frozen=True)
+class World:
+    """This process's place among the processes sharing one update."""
+
+    rank: int = 0
+    world_size: int = 1
+
+    @classmethod
+    def current(cls) -> World:
+        """torch.distributed's rank and size when a process group is up, else one process."""
+        if dist.is_available() and dist.is_initialized():
+            return cls(dist.get_rank(), dist.get_world_size())
+        return cls()
 
 
 @dataclass
@@ -70,8 +92,14 @@ def run_update(
     init_adapter_dir: str | Path | None,
     out_adapter_dir: str | Path,
     device: str | torch.device | None = None,
+    world: World | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Train the adapter on the samples; yield one metrics dict per step, then a summary."""
+    """Train the adapter on the samples; yield one metrics dict per step, then a summary.
+
+    With a world of several processes every rank must run this with the same arguments (they
+    meet in collectives every step); only rank 0 yields anything and writes the adapter.
+    """
+    world = world or World.current()
     started = time.perf_counter()
     torch.manual_seed(config.seed)
     model = load_policy(base_model_dir, config, init_adapter_dir=init_adapter_dir, device=device)
@@ -92,6 +120,12 @@ def run_update(
     if not pg_rows and not sft_rows:
         raise ValueError("no sample carries a signal this algorithm can train on")
 
+    # Token counts come from all samples, so each micro-batch's share of the loss is the same
+    # whichever rank computes it; a target mask has one 1 per response (correction) token.
+    pg_tokens = float(sum(len(samples[i].response_token_ids) for i in pg_rows))
+    sft_tokens = float(sum(len(samples[i].correction_token_ids or []) for i in sft_rows))
+    pg_micro = list(micro_batches(pg_rows, config.micro_batch_size))
+    sft_micro = list(micro_batches(sft_rows, config.micro_batch_size))
     model.eval()
     with torch.no_grad():
         chunks = [
@@ -105,14 +139,12 @@ def run_update(
                 pad_id=pad_id,
                 device=dev,
             )
-            for rows in micro_batches(pg_rows, config.micro_batch_size)
+            for rows in pg_micro[world.rank :: world.world_size]
         ]
     sft_batches = [
         _correction_batch([samples[i] for i in rows], pad_id).to(dev)
-        for rows in micro_batches(sft_rows, config.micro_batch_size)
+        for rows in sft_micro[world.rank :: world.world_size]
     ]
-    pg_tokens = sum(float(c.batch.target_mask_B_T.sum()) for c in chunks)
-    sft_tokens = sum(float(b.target_mask_B_T.sum()) for b in sft_batches)
     params = trainable_parameters(model)
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=0.0)
     setup_seconds = time.perf_counter() - started
@@ -147,10 +179,13 @@ def run_update(
             sft = sft_loss(logp_B_T, batch.target_mask_B_T) * share
             (config.sft_coef * sft).backward()
             totals["sft_loss"] += float(sft.detach())
+        if world.world_size > 1:
+            _sum_gradients(params)
+            totals = dict(zip(totals, _reduce_across(list(totals.values()), dev), strict=True))
         grad_norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
         optimizer.step()
         if step == 0:
-            gap = _logprob_gap(chunks)
+            gap = _logprob_gap(chunks, world, dev)
         seconds = time.perf_counter() - step_started
         tokens = int(pg_tokens + sft_tokens)
         loss = totals["pg_loss"] + config.kl_coef * totals["kl"]
@@ -166,8 +201,11 @@ def run_update(
             **gap,
             **peak_memory(dev),
         }
-        yield metrics
+        if world.rank == 0:
+            yield metrics
 
+    if world.rank != 0:
+        return
     save_adapter(model, out_adapter_dir)
     yield {
         "done": True,
@@ -178,6 +216,7 @@ def run_update(
         "pg_samples": len(pg_rows),
         "sft_samples": len(sft_rows),
         "baseline": baseline,
+        "processes": world.world_size,
         "setup_seconds": setup_seconds,
         "seconds": time.perf_counter() - started,
         **gap,
@@ -292,14 +331,45 @@ def _score(model: torch.nn.Module, batch: Batch) -> Tensor:
         )
 
 
-def _logprob_gap(chunks: list[_Chunk]) -> dict[str, float]:
-    """Mean and max |trainer old log-prob − sampler log-prob| per response token."""
+def _logprob_gap(chunks: list[_Chunk], world: World, device: torch.device) -> dict[str, float]:
+    """Mean and max |trainer old log-prob − sampler log-prob| per response token, all ranks."""
     gaps = [
         (c.trainer_old_logp_B_T - c.batch.target_logp_B_T).abs()[c.batch.target_mask_B_T.bool()]
         for c in chunks
         if c.trainer_old_logp_B_T is not None
     ]
-    if not gaps:
+    # Sum and count rather than a mean, so ranks holding different token counts combine exactly.
+    all_gaps = torch.cat(gaps) if gaps else torch.zeros(0, device=device)
+    total, count = float(all_gaps.sum()), float(all_gaps.numel())
+    largest = float(all_gaps.max()) if count else -math.inf
+    if world.world_size > 1:
+        total, count = _reduce_across([total, count], device)
+        (largest,) = _reduce_across([largest], device, op=dist.ReduceOp.MAX)
+    if not count:
         return {"logprob_gap_mean": math.nan, "logprob_gap_max": math.nan}
-    all_gaps = torch.cat(gaps)
-    return {"logprob_gap_mean": float(all_gaps.mean()), "logprob_gap_max": float(all_gaps.max())}
+    return {"logprob_gap_mean": total / count, "logprob_gap_max": largest}
+
+
+def _sum_gradients(params: list[torch.nn.Parameter]) -> None:
+    """Sum the parameters' gradients over all ranks, in one all-reduce of a flat buffer.
+
+    A rank with no micro-batch this step has no gradients; it contributes zeros.
+    """
+    flat = torch.cat(
+        [
+            p.grad.reshape(-1) if p.grad is not None else torch.zeros_like(p).reshape(-1)
+            for p in params
+        ]
+    )
+    dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+    for param, grad in zip(params, flat.split([p.numel() for p in params]), strict=True):
+        param.grad = grad.view_as(param)
+
+
+def _reduce_across(
+    values: list[float], device: torch.device, op: dist.ReduceOp.RedOpType = dist.ReduceOp.SUM
+) -> list[float]:
+    """Python floats summed (or reduced with ``op``) over all ranks, in float64 like floats."""
+    tensor = torch.tensor(values, dtype=torch.float64, device=device)
+    dist.all_reduce(tensor, op=op)
+    return tensor.tolist()

@@ -98,7 +98,8 @@ async def stream_chat(
                     error = chunk["error"]
                     raise ServingError(int(error.get("code") or 500), str(error.get("message")))
                 yield chunk
-    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
+    except httpx.TransportError as exc:
+        # Refused or timed out while (re)starting, or reset mid-answer when it was killed.
         raise ServingUnavailable(f"the model server at {url} is not answering") from exc
 
 

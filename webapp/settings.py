@@ -104,6 +104,21 @@ CHANNEL_LAYERS = (
     else {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 )
 
+# The cache holds only short-lived counters (the log-in throttle); Redis makes them shared by
+# every web replica. Without Redis each process counts for itself.
+CACHES = {
+    "default": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "parley",
+            "OPTIONS": {"socket_timeout": 1, "socket_connect_timeout": 1},
+        }
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+
 # --- Celery ---------------------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "") or (
     REDIS_URL.replace("unix://", "redis+socket://", 1) if REDIS_URL else ""
@@ -171,6 +186,8 @@ SAMPLE_MAX_VERSION_LAG = env_int("PARLEY_SAMPLE_MAX_VERSION_LAG", 4)
 TRAIN_BATCH_SIZE = env_int("PARLEY_TRAIN_BATCH_SIZE", 8)
 TRAIN_MAX_WAIT_S = env_int("PARLEY_TRAIN_MAX_WAIT_S", 600)
 TRAIN_ALGORITHM = env_str("PARLEY_TRAIN_ALGORITHM", "combined")
+# More than 1: each update runs as that many processes, one per GPU (accelerate launch).
+TRAIN_PROCESSES = env_int("PARLEY_TRAIN_PROCESSES", 1)
 # The probe gate: a candidate drifting further than this from the base is not published.
 GATE_MAX_KL = env_float("PARLEY_GATE_MAX_KL", 0.5)
 GATE_MAX_PPL_RATIO = env_float("PARLEY_GATE_MAX_PPL_RATIO", 1.15)
@@ -185,6 +202,10 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 WHITENOISE_USE_FINDERS = True
 LOGIN_URL = "login"
+# Log-in throttle: this many failures for one username from one address lock that pair out
+# for the rest of the window (webapp.core.accounts).
+LOGIN_MAX_FAILURES = env_int("PARLEY_LOGIN_MAX_FAILURES", 10)
+LOGIN_FAILURE_WINDOW_S = env_int("PARLEY_LOGIN_FAILURE_WINDOW_S", 15 * 60)
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
 

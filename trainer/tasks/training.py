@@ -5,6 +5,7 @@ metrics and this task persists them, so the training code never sees the ORM."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 import traceback
 from pathlib import Path
@@ -32,6 +33,7 @@ def train_update(self, update_id: int) -> int | None:  # noqa: ANN001 - Celery's
     from transformers import AutoTokenizer
 
     from trainer.config import config_from_dict
+    from trainer.distributed import run_update_launched
     from trainer.gate import gate_decision, probe_metrics
     from trainer.probes import PROBE_PROMPTS, PROBE_TEXT
     from trainer.update import run_update
@@ -52,13 +54,20 @@ def train_update(self, update_id: int) -> int | None:  # noqa: ANN001 - Celery's
             out_dir = Path(settings.ADAPTERS_DIR) / f"update-{update.pk}"
             started = time.monotonic()
             summary: dict = {}
-            for metrics in run_update(
-                config_from_dict(update.config),
-                samples,
-                base_model_dir=base_dir,
-                init_adapter_dir=init_dir,
-                out_adapter_dir=out_dir,
-            ):
+            config = config_from_dict(update.config)
+            dirs = {"base_model_dir": base_dir, "init_adapter_dir": init_dir}
+            processes = getattr(
+                settings, "TRAIN_PROCESSES", int(os.environ.get("PARLEY_TRAIN_PROCESSES", "1"))
+            )
+            # Several GPUs: one launched process per GPU, metrics read back from rank 0.
+            steps = (
+                run_update_launched(
+                    config, samples, out_adapter_dir=out_dir, processes=processes, **dirs
+                )
+                if processes > 1
+                else run_update(config, samples, out_adapter_dir=out_dir, **dirs)
+            )
+            for metrics in steps:
                 if metrics.get("done"):
                     summary = metrics
                 else:

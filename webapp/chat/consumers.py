@@ -83,7 +83,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         try:
             data = json.loads(text_data or "")
             action = str(data.get("action", ""))
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):  # not JSON, not an object, too deep
             await self._refuse("That request was not understood.")
             return
         if action == "stop":
@@ -91,7 +91,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         elif self.generation is not None and not self.generation.done():
             await self._refuse("An answer is still being written: stop it first.", busy=True)
         elif action == "send":
-            await self._send(str(data.get("content", "")))
+            content = data.get("content")
+            await self._send(content if isinstance(content, str) else "")
         elif action in ("answer", "generate"):
             await self._answer(data.get("parent"), only_if_unanswered=action == "answer")
         else:
@@ -107,6 +108,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         if len(content) > MAX_MESSAGE_CHARS:
             await self._refuse(f"Messages are limited to {MAX_MESSAGE_CHARS:,} characters.")
+            return
+        if "\x00" in content:  # PostgreSQL cannot store it; the page never sends one
+            await self._refuse("Messages cannot contain NUL characters.")
             return
         title = self.conversation.title
         message = await database_sync_to_async(user_message_send)(

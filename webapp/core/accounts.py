@@ -1,23 +1,89 @@
 """Accounts: log in, and sign up where the deployment allows it (``PARLEY_SIGNUP_OPEN``).
 
 Sign-up makes ordinary users only; the admin is the account ``make run`` creates.
+
+Log-in is throttled: after ``LOGIN_MAX_FAILURES`` failed attempts for one username from one
+address within ``LOGIN_FAILURE_WINDOW_S``, every attempt for that pair (even with the right
+password, so guessing learns nothing) answers 429 until the window ends. Counts live in the
+cache, which is Redis when there is one, so every web replica shares them. If the cache
+cannot be reached, log-in works unthrottled rather than not at all.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import login
-from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.contrib.auth.views import LoginView
+from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+
+log = logging.getLogger(__name__)
+
+
+def _throttle_key(request: HttpRequest) -> str:
+    username = request.POST.get("username", "").strip().lower()
+    address = request.META.get("REMOTE_ADDR", "")
+    digest = hashlib.sha256(f"{username}\0{address}".encode()).hexdigest()
+    return f"login-failures:{digest}"
+
+
+def login_failures(request: HttpRequest) -> int:
+    try:
+        return int(cache.get(_throttle_key(request), 0))
+    except Exception:  # noqa: BLE001 - a cache outage must not lock everyone out
+        log.warning("login throttle unavailable; not counting", exc_info=True)
+        return 0
+
+
+def login_failure_record(request: HttpRequest) -> None:
+    key = _throttle_key(request)
+    try:
+        # The window starts at the first failure (add is a no-op when the key exists).
+        cache.add(key, 0, timeout=settings.LOGIN_FAILURE_WINDOW_S)
+        cache.incr(key)
+    except Exception:  # noqa: BLE001
+        log.warning("login throttle unavailable; not counting", exc_info=True)
+
+
+def login_failures_clear(request: HttpRequest) -> None:
+    try:
+        cache.delete(_throttle_key(request))
+    except Exception:  # noqa: BLE001
+        log.warning("login throttle unavailable", exc_info=True)
 
 
 class ParleyLoginView(LoginView):
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         return {**super().get_context_data(**kwargs), "signup_open": settings.SIGNUP_OPEN}
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if login_failures(request) >= settings.LOGIN_MAX_FAILURES:
+            # The password is not even checked while the pair is locked out.
+            minutes = max(1, settings.LOGIN_FAILURE_WINDOW_S // 60)
+            form = AuthenticationForm(request, initial={"username": request.POST.get("username")})
+            context = self.get_context_data(form=form)
+            context["throttled"] = (
+                "Too many failed log-in attempts for this account from your address. "
+                f"Please wait up to {minutes} minutes and try again."
+            )
+            response = self.render_to_response(context, status=429)
+            response["Retry-After"] = str(settings.LOGIN_FAILURE_WINDOW_S)
+            return response
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
+        login_failure_record(self.request)
+        return super().form_invalid(form)
+
+    def form_valid(self, form: AuthenticationForm) -> HttpResponse:
+        login_failures_clear(self.request)
+        return super().form_valid(form)
 
 
 def signup(request: HttpRequest) -> HttpResponse:
