@@ -61,6 +61,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         PARLEY_VAR_DIR=str(var_dir),
         PARLEY_PORT=str(web_port),
         VLLM_PORT=str(vllm_port),
+        # Short web-chat answers keep the browser and consumer tests quick on 2 cores.
+        PARLEY_CHAT_MAX_TOKENS="96",
     )
     for name in ("DJANGO_SUPERUSER_USERNAME", "DJANGO_SUPERUSER_PASSWORD"):
         env.pop(name, None)

@@ -97,7 +97,10 @@ CHANNEL_LAYERS = (
     {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            # redis-py 8 reads with a 5 s socket timeout by default, exactly channels-redis's
+            # 5 s blocking receive: on a busy host the reply came late and the open chat
+            # socket died (1011). Reads wait longer than the receive; connects stay quick.
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
         }
     }
     if REDIS_URL

@@ -37,44 +37,56 @@ def _wait(stack, query: str, params: tuple, check, timeout: float = 600) -> list
     raise AssertionError(f"timed out; last rows: {rows}")
 
 
-def _sure_logprob(stack, model: str) -> float:
-    """Mean log-prob of the opening "Sure!" after each prompt, teacher-forced through vLLM."""
-    from transformers import AutoTokenizer
+def _sure_logprob(adapter_dir: str | None) -> float:
+    """Mean log-prob of the opening "Sure!" after each prompt, teacher-forced, for the base
+    model or the base with a published adapter (the same files vLLM serves)."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from tests.helpers import ROOT
 
-    tokenizer = AutoTokenizer.from_pretrained(
-        str(ROOT / "var" / "models" / "SmolLM2-135M-Instruct")
-    )
+    base_dir = str(ROOT / "var" / "models" / "SmolLM2-135M-Instruct")
+    tokenizer = AutoTokenizer.from_pretrained(base_dir)
+    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
+    if adapter_dir is not None:
+        model = PeftModel.from_pretrained(model, adapter_dir)
+    model.eval()
+    sure = tokenizer.encode("Sure!", add_special_tokens=False)
     total = 0.0
     for prompt in PROMPTS[:4]:
         ids = tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}], add_generation_prompt=True
-        )
-        ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
-        sure = tokenizer.encode("Sure!", add_special_tokens=False)
-        response = httpx.post(
-            stack.vllm_url + "/completions",
-            timeout=120,
-            json={
-                "model": model,
-                "prompt": ids + sure,
-                "max_tokens": 1,
-                "echo": True,
-                "logprobs": 0,
-                "temperature": 0,
-            },
-        )
-        assert response.status_code == 200, response.text
-        logprobs = response.json()["choices"][0]["logprobs"]["token_logprobs"]
-        total += sum(logprobs[len(ids) : len(ids) + len(sure)])
+            [{"role": "user", "content": prompt}], add_generation_prompt=True, return_dict=True
+        )["input_ids"]
+        full = torch.tensor([list(ids) + sure])
+        with torch.no_grad():
+            logp = torch.log_softmax(model(full).logits[0, :-1].float(), dim=-1)
+        targets = full[0, 1:]
+        picked = logp[torch.arange(len(targets)), targets]
+        total += float(picked[len(ids) - 1 :].sum())
     return total / 4
+
+
+def _first_token_logprob(stack, model: str) -> float:
+    response = httpx.post(
+        stack.vllm_url + "/chat/completions",
+        timeout=120,
+        json={
+            "model": model,
+            "max_tokens": 1,
+            "temperature": 0,
+            "logprobs": True,
+            "messages": [{"role": "user", "content": PROMPTS[0]}],
+        },
+    )
+    assert response.status_code == 200, response.text
+    return response.json()["choices"][0]["logprobs"]["content"][0]["logprob"]
 
 
 def test_feedback_trains_new_versions_that_prefer_what_the_user_asked_for(
     stack, stack_api_key
 ) -> None:
-    base_sure = _sure_logprob(stack, "base")
+    base_sure = _sure_logprob(None)
     client = openai.OpenAI(
         base_url=stack.web_url + "/v1", api_key=stack_api_key, max_retries=0, timeout=120
     )
@@ -143,7 +155,12 @@ def test_feedback_trains_new_versions_that_prefer_what_the_user_asked_for(
     # vLLM serves the new version: the preferred opening is now more likely than under the base.
     served = [m["id"] for m in httpx.get(stack.vllm_url + "/models", timeout=10).json()["data"]]
     assert f"parley-v{live}" in served
-    live_sure = _sure_logprob(stack, f"parley-v{live}")
+    adapter_dir = stack.sql(
+        "SELECT adapter_path FROM learning_policyversion WHERE number = %s", (live,)
+    )[0][0]
+    live_sure = _sure_logprob(adapter_dir)
+    # vLLM serves that adapter: its log-prob of the same greedy first token differs from the base.
+    assert _first_token_logprob(stack, f"parley-v{live}") != _first_token_logprob(stack, "base")
     print(f"mean log-prob of 'Sure!' opening: base {base_sure:.2f}, v{live} {live_sure:.2f}")
     assert live_sure > base_sure + 0.5
 

@@ -10,6 +10,7 @@ no judgement: PostgreSQL is the outbox, and the sweep is its relay.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -68,16 +69,19 @@ def _queued(server: EmbeddedRedis, queue: str = "judge") -> list[dict]:
         client.close()
 
 
-def _tasks(server: EmbeddedRedis) -> list[tuple[str, str]]:
-    return [(m["headers"]["task"], m["headers"]["argsrepr"]) for m in _queued(server)]
+def _tasks(server: EmbeddedRedis) -> list[tuple[str, list]]:
+    """(task name, its args) of each message waiting on the judge queue."""
+    return [
+        (m["headers"]["task"], json.loads(base64.b64decode(m["body"]))[0]) for m in _queued(server)
+    ]
 
 
 def test_a_queued_task_survives_a_clean_restart(broker) -> None:
     app.send_task(JUDGE, args=[41], queue="judge")
-    assert _tasks(broker) == [(JUDGE, "[41]")]
+    assert _tasks(broker) == [(JUDGE, [41])]
     broker.stop()
     broker.start()
-    assert _tasks(broker) == [(JUDGE, "[41]")]
+    assert _tasks(broker) == [(JUDGE, [41])]
 
 
 def test_a_queued_task_survives_redis_being_killed(broker) -> None:
@@ -86,7 +90,7 @@ def test_a_queued_task_survives_redis_being_killed(broker) -> None:
     os.kill(broker._client.pid, signal.SIGKILL)
     broker.stop()  # forgets the dead server (its shutdown call fails quietly)
     broker.start()
-    assert _tasks(broker) == [(JUDGE, "[42]")]
+    assert _tasks(broker) == [(JUDGE, [42])]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -121,5 +125,5 @@ def test_with_the_broker_down_feedback_is_stored_and_the_sweep_queues_it_later(b
     broker.start()
     assert _tasks(broker) == []  # nothing reached the broker while it was down
     assert judge_pending() == {"turns": 1, "sessions": 0}
-    assert _tasks(broker) == [(JUDGE, f"[{answer.pk}]")]
+    assert _tasks(broker) == [(JUDGE, [answer.pk])]
     assert Feedback.objects.count() == 1

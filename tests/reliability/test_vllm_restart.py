@@ -57,8 +57,10 @@ class FakeVllm(BaseHTTPRequestHandler):
             self.connection.close()
             return
         self.wfile.write(_chunk(content=" there"))
-        self.wfile.write(b'data: {"id": "chatcmpl-fake", "choices": [{"index": 0, "delta": {}, '
-                         b'"finish_reason": "stop"}]}\n\n')
+        self.wfile.write(
+            b'data: {"id": "chatcmpl-fake", "choices": [{"index": 0, "delta": {}, '
+            b'"finish_reason": "stop"}]}\n\n'
+        )
         self.wfile.write(b"data: [DONE]\n\n")
 
     def log_message(self, *args: object) -> None:

@@ -55,7 +55,9 @@ def owned(username: str, password: str) -> Owned:
     started.save(update_fields=["completion_id"])
     answer = services.assistant_message_finish(
         message=started,
-        result=ChoiceResult(content=f"{username}'s private answer", token_ids=[1], token_logprobs=[-0.1]),
+        result=ChoiceResult(
+            content=f"{username}'s private answer", token_ids=[1], token_logprobs=[-0.1]
+        ),
         prompt_token_ids=[5, 6],
         usage={"prompt_tokens": 2, "completion_tokens": 1},
         status="complete",

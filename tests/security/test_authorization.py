@@ -54,7 +54,10 @@ def test_every_web_object_url_answers_another_users_ids_with_404(client, alice, 
     for url, data in posts:
         assert client.post(url, data).status_code == 404, url
     # The answer's id used as a conversation id, and the question's as an answer's: still 404.
-    assert client.post(reverse("chat:feedback", args=[bob.question.pk]), {"rating": "1"}).status_code == 404
+    assert (
+        client.post(reverse("chat:feedback", args=[bob.question.pk]), {"rating": "1"}).status_code
+        == 404
+    )
     assert client.get(reverse("chat:conversation", args=[10**30])).status_code == 404
     _bob_unchanged(bob)
 

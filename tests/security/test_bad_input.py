@@ -68,9 +68,27 @@ async def test_invalid_utf8_is_400(path, alice, no_model) -> None:
 
 
 @pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/feedback"])
-@pytest.mark.parametrize("body", ["[" * 100_000, "[]", "{", "null"], ids=["deep", "list", "cut", "null"])
+@pytest.mark.parametrize(
+    "body", ["[" * 100_000, "[]", "{", "null"], ids=["deep", "list", "cut", "null"]
+)
 async def test_json_that_is_not_one_object_is_400(path, body, alice, no_model) -> None:
     _error(await _api(alice.secret, path, body), 400)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"role": ["user"], "content": "hi"},
+        {"role": {"x": 1}, "content": "hi"},
+        {"role": "user", "content": [{"type": {}, "text": "hi"}]},
+        {"role": "user", "content": [{"type": ["text"], "text": "hi"}]},
+    ],
+    ids=["role-list", "role-object", "part-type-object", "part-type-list"],
+)
+async def test_unhashable_values_where_names_belong_are_400(message, alice, no_model) -> None:
+    # Found by schemathesis: a set lookup on a JSON object raised TypeError, a 500.
+    body = json.dumps({**CHAT, "messages": [message]})
+    _error(await _api(alice.secret, "/v1/chat/completions", body), 400)
 
 
 @pytest.mark.parametrize(
@@ -206,7 +224,10 @@ async def test_bad_websocket_frames_get_an_error_and_the_socket_stays_usable(
 async def test_a_websocket_from_a_foreign_origin_is_refused(alice, origin) -> None:
     client = Client()
     await database_sync_to_async(client.force_login)(alice.user)
-    headers = [(b"origin", origin), (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())]
+    headers = [
+        (b"origin", origin),
+        (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
+    ]
     socket = WebsocketCommunicator(
         application, f"/ws/chat/{alice.conversation.pk}/", headers=headers
     )

@@ -54,7 +54,9 @@ def test_every_signed_in_form_is_403_without_the_token_and_changes_nothing(alice
     assert conversation.title == alice.conversation.title and conversation.train_consent
     assert Conversation.objects.filter(owner=alice.user).count() == 2
     assert not Feedback.objects.exists()
-    assert list(ApiKey.objects.filter(owner=alice.user).values_list("revoked_at", flat=True)) == [None]
+    assert list(ApiKey.objects.filter(owner=alice.user).values_list("revoked_at", flat=True)) == [
+        None
+    ]
     assert client.get(reverse("chat:index")).status_code == 200  # still signed in
 
 

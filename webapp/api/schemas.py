@@ -74,7 +74,7 @@ def _content_text(content: Any, index: int) -> str:
     if isinstance(content, list):
         texts = []
         for part in content:
-            if not isinstance(part, dict) or part.get("type") not in {"text", "input_text"}:
+            if not isinstance(part, dict) or part.get("type") not in ("text", "input_text"):
                 raise bad(
                     "Only text content parts are supported by this model.",
                     f"messages[{index}].content",
@@ -93,7 +93,7 @@ def _message(raw: Any, index: int) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise bad(f"{where} must be an object.", where)
     role = raw.get("role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise bad(
             f"{where}.role must be one of {', '.join(sorted(ROLES))}; got {role!r}.",
             f"{where}.role",

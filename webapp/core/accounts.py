@@ -36,7 +36,7 @@ def _throttle_key(request: HttpRequest) -> str:
 def login_failures(request: HttpRequest) -> int:
     try:
         return int(cache.get(_throttle_key(request), 0))
-    except Exception:  # noqa: BLE001 - a cache outage must not lock everyone out
+    except Exception:  # a cache outage must not lock everyone out
         log.warning("login throttle unavailable; not counting", exc_info=True)
         return 0
 
@@ -47,14 +47,14 @@ def login_failure_record(request: HttpRequest) -> None:
         # The window starts at the first failure (add is a no-op when the key exists).
         cache.add(key, 0, timeout=settings.LOGIN_FAILURE_WINDOW_S)
         cache.incr(key)
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.warning("login throttle unavailable; not counting", exc_info=True)
 
 
 def login_failures_clear(request: HttpRequest) -> None:
     try:
         cache.delete(_throttle_key(request))
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.warning("login throttle unavailable", exc_info=True)
 
 

@@ -1,0 +1,342 @@
+"""Load: N concurrent users chat (half in the browser's websocket, half through /v1) and give
+feedback after every answer, while the live version is published back and forth.
+
+Reports failed requests (target 0), whether every feedback was stored exactly once (checked in
+the system's own PostgreSQL), and p50/p99 latency of a whole answer per door.
+
+    python -m bench.load [--users 20] [--rounds 3] [--max-tokens 32] [--publishes 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.common import ROOT, percentile, record, running_system
+
+ANSWER = re.compile(r'class="message assistant status-(\w+)" id="message-(\d+)"')
+PROMPTS = [
+    "Name a colour.",
+    "Say hello in French.",
+    "What is 3 plus 4?",
+    "Give me one word for fast.",
+    "Name a fruit.",
+]
+
+
+@dataclass
+class Tally:
+    """What the users saw: latencies per door, failures with their reason, feedback sent."""
+
+    latencies: dict[str, list[float]] = field(default_factory=lambda: {"websocket": [], "api": []})
+    requests: int = 0
+    failures: list[str] = field(default_factory=list)
+    feedback_sent: list[str] = field(default_factory=list)  # the unique comment of each
+
+    def fail(self, what: str) -> None:
+        self.failures.append(what)
+
+
+async def _csrf(client: httpx.AsyncClient, path: str) -> str:
+    await client.get(path)
+    return client.cookies["csrftoken"]
+
+
+async def _sign_up(web_url: str, username: str) -> httpx.AsyncClient:
+    client = httpx.AsyncClient(base_url=web_url, timeout=120)
+    password = "load-passphrase-2718"
+    token = await _csrf(client, "/accounts/signup/")
+    response = await client.post(
+        "/accounts/signup/",
+        data={
+            "username": username,
+            "password1": password,
+            "password2": password,
+            "csrfmiddlewaretoken": token,
+        },
+        headers={"Referer": web_url + "/accounts/signup/"},
+    )
+    if response.status_code != 302 or "sessionid" not in client.cookies:
+        raise RuntimeError(f"sign-up of {username} failed ({response.status_code})")
+    return client
+
+
+async def websocket_user(
+    web_url: str, user: int, rounds: int, max_tokens: int, tally: Tally, tag: str
+) -> None:
+    """The chat page: a conversation per round, one message, the streamed answer, a comment."""
+    from websockets.asyncio.client import connect
+
+    client = await _sign_up(web_url, f"load-{tag}-{user}")
+    try:
+        for round_ in range(rounds):
+            tally.requests += 1
+            started = time.perf_counter()
+            try:
+                token = client.cookies["csrftoken"]
+                response = await client.post(
+                    "/chat/new/",
+                    data={"csrfmiddlewaretoken": token},
+                    headers={"Referer": web_url + "/chat/"},
+                )
+                conversation = int(re.search(r"/chat/(\d+)/", response.headers["location"])[1])
+                url = web_url.replace("http", "ws", 1) + f"/ws/chat/{conversation}/"
+                cookie = f"sessionid={client.cookies['sessionid']}"
+                frames = []
+                async with connect(
+                    url, origin=web_url, additional_headers={"Cookie": cookie}
+                ) as ws:
+                    prompt = PROMPTS[(user + round_) % len(PROMPTS)]
+                    await ws.send(json.dumps({"action": "send", "content": prompt}))
+                    async for frame in ws:
+                        frames.append(str(frame))
+                        if 'data-state="idle"' in frames[-1]:
+                            break
+                finals = ANSWER.findall(frames[-1])
+                if not finals or finals[-1][0] != "complete":
+                    tally.fail(f"websocket user {user}: answer ended {finals or frames[-1][:200]}")
+                    continue
+                tally.latencies["websocket"].append(time.perf_counter() - started)
+                comment = f"load-{tag}-ws-{user}-{round_}"
+                response = await client.post(
+                    f"/chat/messages/{finals[-1][1]}/feedback/",
+                    data={"comment": comment, "csrfmiddlewaretoken": token},
+                    headers={"Referer": web_url + f"/chat/{conversation}/", "HX-Request": "true"},
+                )
+                if response.status_code != 200:
+                    tally.fail(f"websocket user {user}: feedback {response.status_code}")
+                    continue
+                tally.feedback_sent.append(comment)
+            except Exception as exc:  # noqa: BLE001 - every failure is counted, none stops the run
+                tally.fail(f"websocket user {user}: {type(exc).__name__}: {exc}")
+    finally:
+        await client.aclose()
+
+
+async def api_user(
+    web_url: str, api_key: str, user: int, rounds: int, max_tokens: int, tally: Tally, tag: str
+) -> None:
+    """An OpenAI client: a chat completion (streamed every other time), then /v1/feedback."""
+    headers = {"Authorization": f"Bearer {api_key}"}
+    async with httpx.AsyncClient(base_url=web_url, timeout=300, headers=headers) as client:
+        for round_ in range(rounds):
+            tally.requests += 1
+            body = {
+                "model": "parley",
+                "max_tokens": max_tokens,
+                "temperature": 0.7,
+                "stream": round_ % 2 == 1,
+                "messages": [{"role": "user", "content": PROMPTS[(user + round_) % len(PROMPTS)]}],
+            }
+            started = time.perf_counter()
+            try:
+                completion_id = await _complete(client, body, session=f"{tag}-{user}-{round_}")
+                tally.latencies["api"].append(time.perf_counter() - started)
+                comment = f"load-{tag}-api-{user}-{round_}"
+                response = await client.post(
+                    "/v1/feedback",
+                    json={"completion_id": completion_id, "rating": 1, "comment": comment},
+                )
+                if response.status_code != 200:
+                    tally.fail(f"api user {user}: feedback {response.status_code} {response.text}")
+                    continue
+                tally.feedback_sent.append(comment)
+            except Exception as exc:  # noqa: BLE001
+                tally.fail(f"api user {user}: {type(exc).__name__}: {exc}")
+
+
+async def _complete(client: httpx.AsyncClient, body: dict[str, Any], session: str) -> str:
+    headers = {"X-Session-Id": session}
+    if not body["stream"]:
+        response = await client.post("/v1/chat/completions", json=body, headers=headers)
+        response.raise_for_status()
+        return response.json()["id"]
+    completion_id = ""
+    async with client.stream(
+        "POST", "/v1/chat/completions", json=body, headers=headers
+    ) as response:
+        response.raise_for_status()
+        async for line in response.aiter_lines():
+            if line.startswith("data: {"):
+                chunk = json.loads(line[6:])
+                if "error" in chunk:
+                    raise RuntimeError(chunk["error"]["message"])
+                completion_id = chunk["id"]
+    if not completion_id:
+        raise RuntimeError("the stream carried no chunk")
+    return completion_id
+
+
+def publisher(manage: Callable[..., str], count: int, stop: threading.Event) -> list[str]:
+    """Publish v1 and v0 in turn until ``count`` publishes are done or the load is over."""
+    done: list[str] = []
+    for n in range(count):
+        if stop.is_set():
+            break
+        done.append(manage("publish_version", str(1 if n % 2 == 0 else 0)).strip())
+    return done
+
+
+def make_adapter(var_dir: Path, manage: Callable[..., str]) -> None:
+    """A real (untrained, randomly initialised) LoRA adapter registered as candidate v1."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    out = var_dir / "adapters" / "load-v1"
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_pretrained(
+        str(ROOT / "var" / "models" / "SmolLM2-135M-Instruct"), dtype=torch.float32
+    )
+    get_peft_model(
+        base, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"])
+    ).save_pretrained(str(out))
+    manage(
+        "shell",
+        "-c",
+        "from webapp.learning.models import PolicyVersion as P; P.objects.get_or_create("
+        f"number=1, defaults=dict(adapter_path='{out}', status='candidate'))",
+    )
+
+
+def sql(var_dir: Path, query: str, params: tuple = ()) -> list[tuple]:
+    import psycopg
+
+    from webapp.config import database_from_url
+
+    url = json.loads((var_dir / "run" / "infra.json").read_text())["database_url"]
+    db = database_from_url(url)
+    with psycopg.connect(host=db["HOST"], user=db["USER"], dbname=db["NAME"]) as conn:
+        return conn.execute(query, params).fetchall()
+
+
+def run_load(
+    *,
+    web_url: str,
+    api_key: str,
+    var_dir: Path,
+    manage: Callable[..., str],
+    users: int,
+    rounds: int,
+    max_tokens: int,
+    publishes: int,
+) -> dict[str, Any]:
+    """Drive the load and check the database afterwards; returns the figures."""
+    tag = uuid.uuid4().hex[:8]
+    tally = Tally()
+    stop = threading.Event()
+    published: list[str] = []
+    thread = threading.Thread(
+        target=lambda: published.extend(publisher(manage, publishes, stop)), daemon=True
+    )
+
+    async def everyone() -> None:
+        socket_users = users // 2
+        await asyncio.gather(
+            *(
+                websocket_user(web_url, u, rounds, max_tokens, tally, tag)
+                for u in range(socket_users)
+            ),
+            *(
+                api_user(web_url, api_key, u, rounds, max_tokens, tally, tag)
+                for u in range(socket_users, users)
+            ),
+        )
+
+    started = time.perf_counter()
+    thread.start()
+    try:
+        asyncio.run(everyone())
+    finally:
+        stop.set()
+        thread.join(timeout=300)
+    wall = time.perf_counter() - started
+
+    stored = dict(
+        sql(
+            var_dir,
+            "SELECT comment, count(*) FROM chat_feedback WHERE comment LIKE %s GROUP BY comment",
+            (f"load-{tag}-%",),
+        )
+    )
+    missing = sorted(set(tally.feedback_sent) - set(stored))
+    duplicated = sorted(c for c, n in stored.items() if n != 1)
+    unexpected = sorted(set(stored) - set(tally.feedback_sent))
+    statuses = dict(
+        sql(
+            var_dir,
+            "SELECT m.status, count(*) FROM chat_message m JOIN chat_conversation c "
+            "ON c.id = m.conversation_id JOIN auth_user u ON u.id = c.owner_id "
+            "WHERE m.role = 'assistant' AND (u.username LIKE %s OR c.external_session_id LIKE %s) "
+            "GROUP BY m.status",
+            (f"load-{tag}-%", f"{tag}-%"),
+        )
+    )
+    every = tally.latencies["websocket"] + tally.latencies["api"]
+    return {
+        "users": users,
+        "rounds": rounds,
+        "max_tokens": max_tokens,
+        "requests": tally.requests,
+        "failures": len(tally.failures),
+        "failure_reasons": tally.failures[:10],
+        "publishes": len(published),
+        "feedback_sent": len(tally.feedback_sent),
+        "feedback_stored_once": len(tally.feedback_sent) - len(missing) - len(duplicated),
+        "feedback_missing": missing,
+        "feedback_duplicated": duplicated,
+        "feedback_unexpected": unexpected,
+        "answers_by_status": statuses,
+        "wall_s": round(wall, 1),
+        "p50_s": percentile(every, 0.5),
+        "p99_s": percentile(every, 0.99),
+        "websocket_p50_s": percentile(tally.latencies["websocket"], 0.5),
+        "websocket_p99_s": percentile(tally.latencies["websocket"], 0.99),
+        "api_p50_s": percentile(tally.latencies["api"], 0.5),
+        "api_p99_s": percentile(tally.latencies["api"], 0.99),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3, help="answers (and feedback) per user")
+    parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--publishes", type=int, default=6)
+    args = parser.parse_args()
+    with running_system() as system:
+        make_adapter(system.var_dir, system.manage)
+        figures = run_load(
+            web_url=system.web_url,
+            api_key=system.api_key,
+            var_dir=system.var_dir,
+            manage=system.manage,
+            users=args.users,
+            rounds=args.rounds,
+            max_tokens=args.max_tokens,
+            publishes=args.publishes,
+        )
+    print(json.dumps(figures, indent=2))
+    ok = figures["failures"] == 0 and figures["feedback_stored_once"] == figures["feedback_sent"]
+    print(
+        f"\n{figures['requests']} requests from {args.users} users, {figures['failures']} failed; "
+        f"{figures['feedback_stored_once']}/{figures['feedback_sent']} feedback stored exactly "
+        f"once; {figures['publishes']} publishes; p50 {figures['p50_s']:.2f} s, "
+        f"p99 {figures['p99_s']:.2f} s -> {'OK' if ok else 'FAILED'}"
+    )
+    record("load", {k: v for k, v in figures.items() if k != "failure_reasons"})
+
+
+if __name__ == "__main__":
+    main()
