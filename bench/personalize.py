@@ -102,7 +102,8 @@ async def _answers(url: str, bodies: list[dict[str, Any]]) -> list[str]:
     async with httpx.AsyncClient(timeout=600) as client:
 
         async def one(body: dict[str, Any]) -> str:
-            response = await client.post(url, json={**body, "stream": False})
+            body = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+            response = await client.post(url, json=body)
             response.raise_for_status()
             return response.json()["choices"][0]["message"]["content"] or ""
 
@@ -120,6 +121,7 @@ def simulate(
     versions: int,
     seed: int,
     eval_tokens: int,
+    batch_size: int,
 ) -> Run:
     from tqdm import tqdm
 
@@ -132,40 +134,51 @@ def simulate(
     score = evaluate(system, preference, prompts["held_out"], 0, eval_tokens)
     run.versions.append(VersionScore(0, 0, score, 1.0, 0.0))
     seen = 0
-    bar = tqdm(total=turns, desc=f"{preference.name} ({algorithm}, {feedback})", unit="turn")
-    for turn in range(turns):
-        prompt = prompts["train"][turn % len(prompts["train"])]
-        completion = client.chat.completions.create(
-            model="parley",
-            messages=[{"role": "user", "content": prompt}],
-            max_tokens=eval_tokens,
-            temperature=0.8,
-            seed=seed + turn,
-            extra_headers={"X-Session-Id": f"bench-{seed}-{turn}", "X-Session-Done": "1"},
-        )
-        answer = completion.choices[0].message.content or ""
-        good = preference.satisfied(answer)
-        body: dict[str, Any] = {"completion_id": completion.id, "rating": 1 if good else -1}
-        if not good and feedback in ("comments", "corrections"):
-            body["comment"] = preference.comment
-        if not good and feedback == "corrections" and preference.correctable:
-            body["correction"] = preference.correct(answer)
-        httpx.post(system.web_url + "/v1/feedback", json=body, headers=headers, timeout=60)
-        run.turns += 1
-        run.thumbs_up += int(good)
-        bar.update(1)
-        live = _live_version(system)
-        while live > seen:
-            seen = live
-            score = evaluate(system, preference, prompts["held_out"], live, eval_tokens)
-            run.versions.append(
-                VersionScore(
-                    live, run.turns, score, _ppl_ratio(system, live), time.monotonic() - started
-                )
+    bar = tqdm(total=versions, desc=f"{preference.name} ({algorithm}, {feedback})", unit="version")
+    turn = 0
+    while seen < versions and turn < turns:
+        # One batch of feedback, then the user waits for the next version, as a person who
+        # keeps using the assistant would between updates.
+        for _ in range(batch_size):
+            prompt = prompts["train"][turn % len(prompts["train"])]
+            completion = client.chat.completions.create(
+                model="parley",
+                messages=[{"role": "user", "content": prompt}],
+                max_tokens=eval_tokens,
+                temperature=0.8,
+                seed=seed + turn,
+                extra_headers={"X-Session-Id": f"bench-{seed}-{turn}", "X-Session-Done": "1"},
             )
-            bar.write(f"v{live}: score {score:.2f} after {run.turns} turns")
-        if seen >= versions:
+            answer = completion.choices[0].message.content or ""
+            good = preference.satisfied(answer)
+            body: dict[str, Any] = {"completion_id": completion.id, "rating": 1 if good else -1}
+            if not good and feedback in ("comments", "corrections"):
+                body["comment"] = preference.comment
+            if not good and feedback == "corrections" and preference.correctable:
+                body["correction"] = preference.correct(answer)
+            httpx.post(system.web_url + "/v1/feedback", json=body, headers=headers, timeout=60)
+            run.turns += 1
+            run.thumbs_up += int(good)
+            turn += 1
+        deadline = time.monotonic() + 1800
+        while _live_version(system) <= seen and time.monotonic() < deadline:
+            time.sleep(2)
+        live = _live_version(system)
+        if live <= seen:
+            bar.write("no new version within 30 minutes; stopping")
             break
+        seen = live
+        score = evaluate(system, preference, prompts["held_out"], live, eval_tokens)
+        run.versions.append(
+            VersionScore(
+                live, run.turns, score, _ppl_ratio(system, live), time.monotonic() - started
+            )
+        )
+        bar.update(1)
+        bar.write(
+            f"v{live}: score {score:.2f} after {run.turns} turns "
+            f"({run.thumbs_up} answers met the preference so far)"
+        )
     bar.close()
     return run
 
@@ -242,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
             versions=args.versions,
             seed=args.seed,
             eval_tokens=args.eval_tokens,
+            batch_size=args.batch_size,
         )
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)

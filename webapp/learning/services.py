@@ -108,7 +108,9 @@ def turn_evidence(*, message: Message, session_end: bool = False) -> TurnEvidenc
         next_state = SESSION_END_STATE if session_end else ""
     evidence = {
         "next": message.next_state_id,
-        "end": session_end and not message.next_state_id,
+        # The session's end is evidence only when nothing else is: an answer the user rated
+        # or commented on is judged on that, once, however the session closed.
+        "end": session_end and not (message.next_state_id or rating or user_hint or correction),
         "rating": rating,
         "hint": user_hint,
         "correction": correction,

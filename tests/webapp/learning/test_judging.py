@@ -287,3 +287,13 @@ def test_judging_pushes_the_status_to_open_chat_pages(
     with django_capture_on_commit_callbacks(execute=True):
         judging.judge_turn(answer.pk)
     assert pushed == [(answer.conversation_id, answer.pk)]
+
+
+def test_a_rated_answer_in_a_closed_session_is_judged_once(judge, user) -> None:
+    answer = _turn(user)
+    services.feedback_set(message=answer, author=user, rating=-1, comment="Start with 'Sure!'")
+    services.conversation_close(conversation=answer.conversation)
+    judging.judge_turn(answer.pk)
+    judging.finalize_session.run(answer.conversation_id)
+    assert Judgement.objects.filter(message=answer).count() == 1
+    assert Sample.objects.filter(message=answer).count() == 1
