@@ -11,6 +11,7 @@ RUNS = [
     ["bench/chat_ttft.py"],
     ["-m", "bench.judging", "--turns", "4"],
     ["-m", "bench.swap_under_load", "--rounds", "2"],
+    ["-m", "bench.load", "--users", "20", "--rounds", "2"],
     ["-m", "bench.feedback_to_live"],
     ["bench/trainer_throughput.py"],
     ["-m", "bench.cpu_engines"],

@@ -48,6 +48,7 @@ class Run:
     versions: list[VersionScore] = field(default_factory=list)
     turns: int = 0
     thumbs_up: int = 0
+    rejected: list[int] = field(default_factory=list)
 
 
 def _sql(system: RunningSystem, query: str, params: tuple = ()) -> list[tuple]:
@@ -59,6 +60,10 @@ def _sql(system: RunningSystem, query: str, params: tuple = ()) -> list[tuple]:
     db = database_from_url(url)
     with psycopg.connect(host=db["HOST"], user=db["USER"], dbname=db["NAME"]) as conn:
         return conn.execute(query, params).fetchall()
+
+
+def _newest_version(system: RunningSystem) -> int:
+    return _sql(system, "SELECT max(number) FROM learning_policyversion")[0][0]
 
 
 def _live_version(system: RunningSystem) -> int:
@@ -161,12 +166,22 @@ def simulate(
             run.thumbs_up += int(good)
             turn += 1
         deadline = time.monotonic() + 1800
-        while _live_version(system) <= seen and time.monotonic() < deadline:
+        while _newest_version(system) <= seen and time.monotonic() < deadline:
             time.sleep(2)
-        live = _live_version(system)
-        if live <= seen:
+        newest = _newest_version(system)
+        if newest <= seen:
             bar.write("no new version within 30 minutes; stopping")
             break
+        seen = newest
+        status = _sql(
+            system, "SELECT status FROM learning_policyversion WHERE number = %s", (newest,)
+        )[0][0]
+        if status == "rejected":
+            # The probe gate refused it: the user keeps going on the live version.
+            run.rejected.append(newest)
+            bar.write(f"v{newest} failed the probe gate (not published); continuing")
+            continue
+        live = newest
         seen = live
         score = evaluate(system, preference, prompts["held_out"], live, eval_tokens)
         run.versions.append(
@@ -232,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=8, help="samples per update")
     parser.add_argument("--eval-tokens", type=int, default=48)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lr", type=float, default=0.0, help="override the update's learning rate")
+    parser.add_argument("--steps", type=int, default=0, help="override optimizer steps per update")
     args = parser.parse_args(argv)
     preferences = {p.name: p for p in load_preferences(args.preference)}
     if args.name not in preferences:
@@ -243,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         "PARLEY_TRAIN_BATCH_SIZE": str(args.batch_size),
         "PARLEY_TRAIN_MAX_WAIT_S": "100000",
         "PARLEY_SESSION_IDLE_MINUTES": "100000",
+        "PARLEY_TRAIN_LR": str(args.lr or ""),
+        "PARLEY_TRAIN_STEPS": str(args.steps or ""),
     }
     with running_system(env) as system:
         run = simulate(
@@ -283,6 +302,10 @@ def main(argv: list[str] | None = None) -> int:
         "versions": [vars(v) for v in run.versions],
         "target_met": target,
         "worst_ppl_ratio": worst_ppl,
+        "rejected_by_gate": run.rejected,
+        "lr": args.lr or "default (3e-4)",
+        "steps_per_update": args.steps or "default (2)",
+        "batch_size": args.batch_size,
     }
     (out_dir / f"{stem}.json").write_text(json.dumps(result, indent=2))
     plot(run, out_dir / f"{stem}.png")

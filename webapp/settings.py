@@ -189,6 +189,9 @@ SAMPLE_MAX_VERSION_LAG = env_int("PARLEY_SAMPLE_MAX_VERSION_LAG", 4)
 TRAIN_BATCH_SIZE = env_int("PARLEY_TRAIN_BATCH_SIZE", 8)
 TRAIN_MAX_WAIT_S = env_int("PARLEY_TRAIN_MAX_WAIT_S", 600)
 TRAIN_ALGORITHM = env_str("PARLEY_TRAIN_ALGORITHM", "combined")
+# Overrides of trainer.config.UpdateConfig defaults (empty: the dataclass's own default).
+TRAIN_LR = env_float("PARLEY_TRAIN_LR", 0.0) or None
+TRAIN_STEPS = env_int("PARLEY_TRAIN_STEPS", 0) or None
 # More than 1: each update runs as that many processes, one per GPU (accelerate launch).
 TRAIN_PROCESSES = env_int("PARLEY_TRAIN_PROCESSES", 1)
 # The probe gate: a candidate drifting further than this from the base is not published.

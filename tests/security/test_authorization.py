@@ -148,6 +148,7 @@ async def _socket(user, conversation_id: int) -> tuple[WebsocketCommunicator, bo
 async def test_the_chat_socket_refuses_another_users_conversation_and_messages(alice, bob):
     socket, connected, code = await _socket(alice.user, bob.conversation.pk)
     assert not connected and code == 4404
+    await socket.disconnect()
 
     socket, connected, _ = await _socket(alice.user, alice.conversation.pk)
     assert connected

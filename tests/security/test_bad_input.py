@@ -233,3 +233,5 @@ async def test_a_websocket_from_a_foreign_origin_is_refused(alice, origin) -> No
     )
     connected, _ = await socket.connect()
     assert not connected
+    # Even a refused socket's application task must be told the client left, or it lingers.
+    await socket.disconnect()

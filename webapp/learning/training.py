@@ -52,7 +52,12 @@ def training_lock() -> Iterator[bool]:
 def update_config() -> dict[str, Any]:
     from trainer.config import UpdateConfig
 
-    return dataclasses.asdict(UpdateConfig(algorithm=settings.TRAIN_ALGORITHM))
+    overrides: dict[str, Any] = {"algorithm": settings.TRAIN_ALGORITHM}
+    if settings.TRAIN_LR:
+        overrides["lr"] = settings.TRAIN_LR
+    if settings.TRAIN_STEPS:
+        overrides["steps_per_batch"] = settings.TRAIN_STEPS
+    return dataclasses.asdict(UpdateConfig(**overrides))
 
 
 @transaction.atomic
