@@ -15,7 +15,18 @@ RUNS = [
     ["-m", "bench.feedback_to_live"],
     ["bench/trainer_throughput.py"],
     ["-m", "bench.cpu_engines"],
-    ["manage.py", "bench_personalize", "--versions", "3", "--turns", "40", "--batch-size", "8"],
+    [
+        "manage.py",
+        "bench_personalize",
+        "--versions",
+        "4",
+        "--turns",
+        "40",
+        "--batch-size",
+        "8",
+        "--lr",
+        "1e-3",
+    ],
 ]
 
 

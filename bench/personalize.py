@@ -222,8 +222,11 @@ def plot(run: Run, path: Path) -> None:
         ylim=(0, 1.05),
         title=f"{run.algorithm}, feedback: {run.feedback}",
     )
+    from matplotlib.ticker import MaxNLocator
+
     for axis in (left, right):
         axis.grid(alpha=0.3)
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

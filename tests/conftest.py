@@ -63,6 +63,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         VLLM_PORT=str(vllm_port),
         # Short web-chat answers keep the browser and consumer tests quick on 2 cores.
         PARLEY_CHAT_MAX_TOKENS="96",
+        # Samples left over by earlier tests train within a minute (the beat's check) instead
+        # of after the default 10 minutes, so tests that wait for an update stay short.
+        PARLEY_TRAIN_MAX_WAIT_S="20",
     )
     for name in ("DJANGO_SUPERUSER_USERNAME", "DJANGO_SUPERUSER_PASSWORD"):
         env.pop(name, None)

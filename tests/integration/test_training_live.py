@@ -26,7 +26,7 @@ PROMPTS = [
 HINT = "Start your answer with 'Sure!'"
 
 
-def _wait(stack, query: str, params: tuple, check, timeout: float = 600) -> list:
+def _wait(stack, query: str, params: tuple, check, timeout: float = 900) -> list:
     deadline = time.monotonic() + timeout
     rows: list = []
     while time.monotonic() < deadline:

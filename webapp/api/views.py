@@ -339,21 +339,29 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     # never delays the first token. The answer is stored before the stream says [DONE].
     stream = stream_chat(chat.messages, model=served, params=chat.params)
     first_chunk = asyncio.ensure_future(anext(stream))
-    recording = asyncio.ensure_future(
-        sync_to_async(_record_turn)(
-            key=key,
-            chat=chat,
-            turn_type=turn_type,
-            session_id=request.headers.get("X-Session-Id", "").strip(),
-            version=version,
-            served=served,
-            completion_id=completion_id,
-        )
-    )
+    recording: asyncio.Future[tuple[RecordedTurn, list[Message]]] | None = None
+
+    def record() -> asyncio.Future[tuple[RecordedTurn, list[Message]]]:
+        """Start recording the turn (once). A streamed answer starts it right after its first
+        chunk is on the way, so the database work never competes with the first token."""
+        nonlocal recording
+        if recording is None:
+            recording = asyncio.ensure_future(
+                sync_to_async(_record_turn)(
+                    key=key,
+                    chat=chat,
+                    turn_type=turn_type,
+                    session_id=request.headers.get("X-Session-Id", "").strip(),
+                    version=version,
+                    served=served,
+                    completion_id=completion_id,
+                )
+            )
+        return recording
 
     async def recorded() -> tuple[RecordedTurn, list[Message]]:
         try:
-            return await asyncio.shield(recording)
+            return await asyncio.shield(record())
         except Exception as exc:
             log.exception("could not record completion %s", completion_id)
             raise ApiError(
@@ -398,6 +406,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
             yield chunk
 
     if not chat.stream:
+        record()
         accumulator = CompletionAccumulator()
         try:
             async for chunk in chunks():
@@ -423,6 +432,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
                 out = _client_chunk(chunk, completion_id=completion_id, model=chat.model, chat=chat)
                 if out is not None:
                     yield f"data: {json.dumps(out, ensure_ascii=False)}\n\n"
+                    record()
             status, error = "complete", ""
         except (ServingUnavailable, ServingError) as exc:
             status, error = "failed", str(exc)

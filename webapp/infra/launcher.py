@@ -164,7 +164,7 @@ def _wait_until_ready(
             last_report = now
             waiting = ", ".join(pending)
             hint = (
-                " (vLLM loads and warms up the model: about 2-3 minutes on 2 CPU cores)"
+                " (vLLM loads and warms up the model: about 40 s on 2 CPU cores)"
                 if any(n.startswith("serve") for n in pending)
                 else ""
             )
