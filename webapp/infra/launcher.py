@@ -200,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     exec_parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _raise_stop)
+    # A launcher started from a script or CI may inherit SIGINT as ignored (background jobs of a
+    # non-interactive shell); Ctrl-C must still stop everything cleanly.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         if args.action == "run":
             return run()
