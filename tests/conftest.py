@@ -53,7 +53,9 @@ class Stack:
 
 
 @pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def stack(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Stack]:
     """The whole system started the way `make run` starts it, on free ports, once per session."""
     web_port, vllm_port = free_port(), free_port()
     var_dir = tmp_path_factory.mktemp("stack-var")
@@ -87,6 +89,23 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             launcher.interrupt()
         finally:
             launcher.kill()
+            _report_stack_log(request, launcher, var_dir)
+
+
+def _report_stack_log(request: pytest.FixtureRequest, launcher: Launcher, var_dir: Path) -> None:
+    """Keep the whole system's log, and show its errors when a test failed (CI shows no files)."""
+    (var_dir / "launcher.log").write_text(launcher.output)
+    if not request.session.testsfailed:
+        return
+    lines = [
+        line for line in launcher.lines if "ERROR" in line or "Traceback" in line or "Error" in line
+    ]
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print(
+            f"\n--- stack log: {len(lines)} error lines (full log: {var_dir / 'launcher.log'}) ---"
+        )
+        print("\n".join(lines[-80:]))
 
 
 @pytest.fixture(scope="session")
