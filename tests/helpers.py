@@ -83,3 +83,28 @@ class Launcher:
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def start_worker(queue: str, name: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A real Celery worker on one queue, in its own process group (so it can be killed whole)."""
+    return subprocess.Popen(
+        [
+            PYTHON,
+            "-m",
+            "celery",
+            "-A",
+            "webapp",
+            "worker",
+            "-Q",
+            queue,
+            "-n",
+            f"{name}@%h",
+            "--concurrency",
+            "1",
+            "--loglevel",
+            "WARNING",
+        ],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+    )

@@ -117,12 +117,6 @@ def _serving_error(status: int, raw: bytes) -> Exception:
     )
 
 
-async def serving_models(base_url: str | None = None) -> list[str]:
-    response = await _client().get((base_url or next_replica()).rstrip("/") + "/models", timeout=5)
-    response.raise_for_status()
-    return [entry["id"] for entry in response.json()["data"]]
-
-
 @dataclass
 class ChoiceResult:
     """One choice of a completion, folded from its stream of deltas."""

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import start_worker
 from trainer.tasks.health import ping
 
 pytestmark = pytest.mark.services
@@ -17,29 +16,7 @@ pytestmark = pytest.mark.services
 @pytest.fixture(scope="module")
 def workers():
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "webapp",
-                "worker",
-                "-Q",
-                queue,
-                "-n",
-                f"test-{queue}@%h",
-                "--concurrency",
-                "1",
-                "--loglevel",
-                "WARNING",
-            ],
-            cwd=ROOT,
-            env=env,
-        )
-        for queue in ("judge", "train")
-    ]
+    procs = [start_worker(queue, f"test-{queue}", env) for queue in ("judge", "train")]
     yield procs
     for proc in procs:
         proc.terminate()

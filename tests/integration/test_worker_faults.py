@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,7 +19,7 @@ from urllib.parse import quote
 import pytest
 from django.contrib.auth import get_user_model
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, start_worker
 from webapp.celery import app
 from webapp.chat import services
 from webapp.inference import ChoiceResult
@@ -91,27 +90,7 @@ def _worker_env(serving_url: str, var_dir) -> dict[str, str]:
 
 
 def _start_worker(queue: str, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "webapp",
-            "worker",
-            "-Q",
-            queue,
-            "-n",
-            f"fault-{queue}-{time.time()}@%h",
-            "--concurrency",
-            "1",
-            "--loglevel",
-            "WARNING",
-        ],
-        cwd=ROOT,
-        env=env,
-        start_new_session=True,
-    )
+    return start_worker(queue, f"fault-{queue}-{time.time()}", env)
 
 
 def _kill(worker: subprocess.Popen) -> None:

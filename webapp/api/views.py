@@ -52,16 +52,7 @@ def _unavailable(detail: str) -> ApiError:
 
 
 async def _authenticate(request: HttpRequest) -> ApiKey:
-    header = request.headers.get("Authorization", "")
-    scheme, _, secret = header.partition(" ")
-    if scheme.lower() != "bearer" or not secret.strip():
-        raise ApiError(
-            401,
-            "Missing API key: send 'Authorization: Bearer pk-…' "
-            "(create a key under Settings → API keys).",
-            code="invalid_api_key",
-        )
-    key = await sync_to_async(api_key_authenticate)(secret=secret.strip())
+    key = await sync_to_async(api_key_authenticate)(secret=_bearer(request))
     if key is None:
         raise ApiError(401, "Incorrect or revoked API key provided.", code="invalid_api_key")
     return key

@@ -78,11 +78,6 @@ def transcript(*, conversation: Conversation, viewer: Any = None) -> list[Transc
     return entries
 
 
-def transcript_tail(*, conversation: Conversation) -> Message | None:
-    entries = transcript(conversation=conversation)
-    return entries[-1].message if entries else None
-
-
 def prompt_path(*, message: Message) -> list[Message]:
     """The messages from the start of the conversation up to and including ``message``."""
     path: list[Message] = []
