@@ -69,7 +69,7 @@ def fake_serving():
     server.shutdown()
 
 
-def _worker_env(serving_url: str, var_dir) -> dict[str, str]:
+def _worker_env(serving_url: str, var_dir, models_dir=ROOT / "var" / "models") -> dict[str, str]:
     from django.db import connection
 
     db = connection.settings_dict
@@ -85,7 +85,7 @@ def _worker_env(serving_url: str, var_dir) -> dict[str, str]:
         PARLEY_ADAPTERS_DIR=str(var_dir),
         PARLEY_GATE_MAX_KL="100",
         PARLEY_GATE_MAX_PPL_RATIO="100",
-        PARLEY_MODELS_DIR=str(ROOT / "var" / "models"),
+        PARLEY_MODELS_DIR=str(models_dir),
     )
 
 
@@ -157,7 +157,7 @@ def test_a_judge_worker_killed_mid_task_leaves_exactly_one_judgement(
 
 
 def test_a_train_worker_killed_mid_update_trains_every_sample_exactly_once(
-    fake_serving, tmp_path, monkeypatch
+    fake_serving, prepared_model, tmp_path, monkeypatch
 ) -> None:
     monkeypatch.setattr("webapp.learning.triggers._send", lambda *a, **k: None)
     user = get_user_model().objects.create_user("alice")
@@ -183,7 +183,7 @@ def test_a_train_worker_killed_mid_update_trains_every_sample_exactly_once(
     update = TrainingUpdate.objects.create(
         algorithm="rl", config={"algorithm": "rl"}, base_version=policy_version_live()
     )
-    env = _worker_env(fake_serving, tmp_path)
+    env = _worker_env(fake_serving, tmp_path, prepared_model.parent)
     first = _start_worker("train", env)
     try:
         app.send_task("trainer.tasks.training.train_update", args=[update.pk], queue="train")

@@ -10,7 +10,13 @@ import torch
 from safetensors.torch import save_file
 
 from tests.helpers import ROOT
-from trainer.base_model import ModelError, check_gguf, check_model_folder, check_safetensors
+from trainer.base_model import (
+    ModelError,
+    check_gguf,
+    check_model_folder,
+    check_safetensors,
+    fetch_gguf,
+)
 
 
 def _tiny_folder(tmp_path: Path) -> Path:
@@ -56,7 +62,7 @@ def test_a_file_that_is_not_gguf_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_truncated_gguf_is_refused(prepared_model: Path, tmp_path: Path) -> None:
-    source = ROOT / "var" / "cache" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    source = fetch_gguf(cache_dir=ROOT / "var" / "cache")  # a no-op once cached
     cut = tmp_path / source.name
     with source.open("rb") as src, cut.open("wb") as dst:
         dst.write(src.read(60_000_000))

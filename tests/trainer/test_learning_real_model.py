@@ -9,17 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import torch
 from transformers import AutoTokenizer
 
-from tests.helpers import ROOT
 from trainer.batch import TrainingSample, chat_prompt_ids, collate, hinted_prompt_ids
 from trainer.config import UpdateConfig
 from trainer.policy import load_policy, token_logprobs
 from trainer.update import run_update
 
-MODEL_DIR = ROOT / "var" / "models" / "SmolLM2-135M-Instruct"
 HINT = "Start your answer with 'Sure!'"
 TRAIN = [
     (
@@ -60,11 +57,6 @@ HELD_OUT = [
     "What is a nice gift for a friend?",
     "Write a short greeting for my neighbour.",
 ]
-
-pytestmark = pytest.mark.skipif(
-    not (MODEL_DIR / "model.safetensors").exists(), reason=f"no base model at {MODEL_DIR}"
-)
-
 
 def _opening_logp(model: torch.nn.Module, tokenizer, prompts: list[str], hint: str | None = None):
     """Mean log p("Sure!" as the first tokens of the answer), teacher-forced, over the prompts."""
@@ -121,10 +113,12 @@ def _samples(model: torch.nn.Module, tokenizer) -> list[TrainingSample]:
     return samples
 
 
-def test_rewarding_an_opening_raises_its_logprob_under_the_new_adapter(tmp_path: Path) -> None:
-    tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR)
+def test_rewarding_an_opening_raises_its_logprob_under_the_new_adapter(
+    prepared_model: Path, tmp_path: Path
+) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(prepared_model)
     config = UpdateConfig(algorithm="combined")
-    base = load_policy(MODEL_DIR, config)  # a fresh adapter is the base model exactly
+    base = load_policy(prepared_model, config)  # a fresh adapter is the base model exactly
     prompts = [question for question, _ in TRAIN]
     before = _opening_logp(base, tokenizer, prompts)
     before_held_out = _opening_logp(base, tokenizer, HELD_OUT)
@@ -136,7 +130,7 @@ def test_rewarding_an_opening_raises_its_logprob_under_the_new_adapter(tmp_path:
         run_update(
             config,
             samples,
-            base_model_dir=MODEL_DIR,
+            base_model_dir=prepared_model,
             init_adapter_dir=None,
             out_adapter_dir=tmp_path / "v1",
         )
@@ -145,12 +139,12 @@ def test_rewarding_an_opening_raises_its_logprob_under_the_new_adapter(tmp_path:
         run_update(
             config,
             samples,
-            base_model_dir=MODEL_DIR,
+            base_model_dir=prepared_model,
             init_adapter_dir=tmp_path / "v1",
             out_adapter_dir=tmp_path / "v2",
         )
     )
-    trained = load_policy(MODEL_DIR, config, init_adapter_dir=tmp_path / "v2")
+    trained = load_policy(prepared_model, config, init_adapter_dir=tmp_path / "v2")
     after = _opening_logp(trained, tokenizer, prompts)
     after_held_out = _opening_logp(trained, tokenizer, HELD_OUT)
     print(
