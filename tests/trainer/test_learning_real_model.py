@@ -58,6 +58,7 @@ HELD_OUT = [
     "Write a short greeting for my neighbour.",
 ]
 
+
 def _opening_logp(model: torch.nn.Module, tokenizer, prompts: list[str], hint: str | None = None):
     """Mean log p("Sure!" as the first tokens of the answer), teacher-forced, over the prompts."""
     sure = tokenizer("Sure!", add_special_tokens=False)["input_ids"]
