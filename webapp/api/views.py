@@ -266,8 +266,11 @@ def _client_chunk(
 
 # Key and live version, remembered for a moment per web process: the first token then needs
 # no database round trip. A revoked key or a newly published version is seen within this time.
+# Requests that miss together share one lookup, so a burst of streams costs one trip, not one
+# trip each through Django's single thread for database work.
 AUTH_CACHE_S = 2.0
 _auth_cache: dict[tuple[str, str], tuple[float, ApiKey, PolicyVersion]] = {}
+_auth_lookups: dict[tuple[str, str], asyncio.Future[tuple[ApiKey, PolicyVersion]]] = {}
 
 
 def _authenticate_and_resolve(secret: str, model: str) -> tuple[ApiKey, PolicyVersion]:
@@ -275,18 +278,27 @@ def _authenticate_and_resolve(secret: str, model: str) -> tuple[ApiKey, PolicyVe
     key = api_key_authenticate(secret=secret)
     if key is None:
         raise ApiError(401, "Incorrect or revoked API key provided.", code="invalid_api_key")
-    version = _resolve_model(model)
-    if len(_auth_cache) > 10_000:
-        _auth_cache.clear()
-    _auth_cache[(secret, model)] = (time.monotonic(), key, version)
-    return key, version
+    return key, _resolve_model(model)
 
 
-def _cached_auth(secret: str, model: str) -> tuple[ApiKey, PolicyVersion] | None:
-    cached = _auth_cache.get((secret, model))
+async def _key_and_version(secret: str, model: str) -> tuple[ApiKey, PolicyVersion]:
+    cache_key = (secret, model)
+    cached = _auth_cache.get(cache_key)
     if cached is not None and time.monotonic() - cached[0] < AUTH_CACHE_S:
         return cached[1], cached[2]
-    return None
+    lookup = _auth_lookups.get(cache_key)
+    if lookup is None:
+        lookup = asyncio.ensure_future(sync_to_async(_authenticate_and_resolve)(secret, model))
+        _auth_lookups[cache_key] = lookup
+        try:
+            key, version = await asyncio.shield(lookup)
+        finally:
+            _auth_lookups.pop(cache_key, None)
+        if len(_auth_cache) > 10_000:
+            _auth_cache.clear()
+        _auth_cache[cache_key] = (time.monotonic(), key, version)
+        return key, version
+    return await asyncio.shield(lookup)
 
 
 def _bearer(request: HttpRequest) -> str:
@@ -307,9 +319,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     _require(request, "POST")
     chat = parse_chat_request(_read_json(request))
     turn_type = _turn_type(request)
-    key, version = _cached_auth(secret, chat.model) or await sync_to_async(
-        _authenticate_and_resolve
-    )(secret, chat.model)
+    key, version = await _key_and_version(secret, chat.model)
     retry_after = await retry_after_if_limited(
         key_id=key.pk, limit=settings.API_RATE_LIMIT_PER_MINUTE
     )
@@ -333,8 +343,8 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     recording: asyncio.Future[tuple[RecordedTurn, list[Message]]] | None = None
 
     def record() -> asyncio.Future[tuple[RecordedTurn, list[Message]]]:
-        """Start recording the turn (once). A streamed answer starts it right after its first
-        chunk is on the way, so the database work never competes with the first token."""
+        """Start recording the turn (once). A streamed answer starts it once its first token
+        is on the way, so the database work never competes with a first token."""
         nonlocal recording
         if recording is None:
             recording = asyncio.ensure_future(
@@ -417,13 +427,19 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     async def events() -> AsyncIterator[str]:
         accumulator = CompletionAccumulator()
         status, error = "stopped", "the client went away"
+        # The turn is recorded from the chunk after the first token: by then every stream in
+        # the same batch of the engine has had its first token too, so no stream's database
+        # work delays another's first token.
+        token_sent = False
         try:
             async for chunk in chunks():
                 accumulator.add(chunk)
                 out = _client_chunk(chunk, completion_id=completion_id, model=chat.model, chat=chat)
                 if out is not None:
                     yield f"data: {json.dumps(out, ensure_ascii=False)}\n\n"
-                    record()
+                    if token_sent:
+                        record()
+                    token_sent = token_sent or _carries_output(out)
             status, error = "complete", ""
         except (ServingUnavailable, ServingError) as exc:
             status, error = "failed", str(exc)
@@ -444,6 +460,17 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     response["X-Accel-Buffering"] = "no"
     response["X-Parley-Version"] = version.label
     return response
+
+
+def _carries_output(chunk: dict[str, Any]) -> bool:
+    """Whether a chunk gives the client part of the answer (not just the opening role)."""
+    return any(
+        choice["delta"].get("content")
+        or choice["delta"].get("reasoning_content")
+        or choice["delta"].get("tool_calls")
+        or choice.get("finish_reason")
+        for choice in chunk["choices"]
+    )
 
 
 def _sse_error(message: str, code: str) -> str:

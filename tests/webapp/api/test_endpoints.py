@@ -239,6 +239,38 @@ async def test_streaming_forwards_each_chunk_then_done(secret, scripted) -> None
     assert len({c["id"] for c in chunks}) == 1 and chunks[0]["id"].startswith("chatcmpl-")
 
 
+async def test_a_burst_of_streams_shares_one_key_lookup_and_records_every_turn(
+    secret, scripted, monkeypatch
+) -> None:
+    import asyncio
+
+    from webapp.api import keys, views
+
+    views._auth_cache.clear()
+    lookups = []
+    real = keys.api_key_authenticate
+
+    def counting(*, secret: str):
+        lookups.append(secret)
+        return real(secret=secret)
+
+    monkeypatch.setattr(views, "api_key_authenticate", counting)
+
+    async def one(i: int) -> str:
+        body = {**BODY, "stream": True, "messages": [{"role": "user", "content": f"hi {i}"}]}
+        response = await _post(AsyncClient(), "/v1/chat/completions", body, secret)
+        assert response.status_code == 200
+        return b"".join([part async for part in response.streaming_content]).decode()
+
+    streams = await asyncio.gather(*(one(i) for i in range(8)))
+    assert all(raw.rstrip().endswith("data: [DONE]") for raw in streams)
+    assert len(lookups) == 1
+    answers = await sync_to_async(list)(
+        Message.objects.filter(role="assistant").values_list("content", "status")
+    )
+    assert sorted(answers) == [("Hello there friend", "complete")] * 8
+
+
 async def test_services_unavailable_mid_stream_is_reported_in_the_stream(
     secret, monkeypatch
 ) -> None:
