@@ -55,3 +55,24 @@ def test_ensure_admin_takes_the_account_from_the_environment(
     monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", "correct horse battery")
     call_command("ensure_admin", stdout=StringIO())
     assert get_user_model().objects.get(username="boss").check_password("correct horse battery")
+
+
+@pytest.mark.parametrize("client_kind", ["sync", "async"])
+async def test_static_files_are_served_with_headers_and_other_paths_pass_through(
+    client_kind,
+) -> None:
+    from asgiref.sync import sync_to_async
+    from django.test import AsyncClient, Client
+
+    async def get(path: str):
+        if client_kind == "async":
+            return await AsyncClient().get(path)
+        return await sync_to_async(Client().get)(path)
+
+    response = await get("/static/parley.css")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/css")
+    body = b"".join(response.streaming_content)
+    assert b"{" in body and "max-age" in response["Cache-Control"]
+    assert (await get("/static/no-such-file.css")).status_code == 404
+    assert (await get("/healthz")).status_code == 200
