@@ -1,9 +1,14 @@
 """Serving through Parley's /v1 API vs. straight to vLLM: TTFT and tokens/s, 1 and 8 streams.
 
-    python -m bench.serving [--rounds 3] [--max-tokens 64]
+    python -m bench.serving [--rounds 6] [--max-tokens 64]
 
-Both paths get the same prompts at temperature 0 in alternating rounds of one run, so drift on
-a shared machine hits both alike. Targets: at most 5% throughput lost, at most 30 ms added TTFT.
+The paths get the same prompts at temperature 0 in alternating rounds of one run, so drift on
+a shared machine hits them alike; the added TTFT is the median of the per-round differences.
+Targets: at most 5% throughput lost, at most 30 ms added TTFT.
+
+A third path, ``vllm+rec``, goes straight to vLLM but asks for what Parley records for training
+(the sampled token ids and their log-probs). Parley vs. it is the web layer's own cost; it vs.
+plain vLLM is the engine's cost of producing the training data.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ PROMPTS = [
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=64)
     args = parser.parse_args()
     with running_system() as system:
@@ -35,19 +40,29 @@ def main() -> None:
 
 
 async def run(system, *, rounds: int, max_tokens: int) -> None:  # noqa: ANN001
+    recording = {
+        "logprobs": True,
+        "return_token_ids": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": False},
+    }
     paths = {
-        "vllm": (system.vllm_url + "/chat/completions", "base", {}),
+        "vllm": (system.vllm_url + "/chat/completions", "base", {}, {}),
+        "vllm+rec": (system.vllm_url + "/chat/completions", "base", {}, recording),
         "parley": (
             system.web_url + "/v1/chat/completions",
             "parley",
             {"Authorization": f"Bearer {system.api_key}"},
+            {},
         ),
     }
     figures: dict[str, dict[str, float]] = {}
+    # Per round and path: the median TTFT of the round's streams, and its tokens/s.
+    rounds_ttft: dict[str, list[float]] = {}
+    rounds_tps: dict[str, list[float]] = {}
     for concurrency in (1, 8):
-        samples: dict[str, dict[str, list[float]]] = {p: {"ttft": [], "tps": []} for p in paths}
-        for round_index in range(rounds + 1):  # round 0 warms both paths up and is discarded
-            for name, (url, model, headers) in paths.items():
+        ttfts: dict[str, list[float]] = {p: [] for p in paths}
+        for round_index in range(rounds + 1):  # round 0 warms every path up and is discarded
+            for name, (url, model, headers, extra) in paths.items():
                 bodies = [
                     {
                         "model": model,
@@ -58,19 +73,23 @@ async def run(system, *, rounds: int, max_tokens: int) -> None:  # noqa: ANN001
                         "messages": [
                             {"role": "user", "content": PROMPTS[(round_index + i) % len(PROMPTS)]}
                         ],
+                        **extra,
                     }
                     for i in range(concurrency)
                 ]
                 timings, wall = await concurrent_streams(url, bodies, headers)
                 if round_index == 0:
                     continue
-                samples[name]["ttft"] += [t.ttft_s for t in timings]
-                samples[name]["tps"].append(sum(t.tokens for t in timings) / wall)
+                key = f"{name}_c{concurrency}"
+                ttfts[name] += [t.ttft_s * 1000 for t in timings]
+                rounds_ttft.setdefault(key, []).append(median([t.ttft_s * 1000 for t in timings]))
+                rounds_tps.setdefault(key, []).append(sum(t.tokens for t in timings) / wall)
         for name in paths:
-            figures[f"{name}_c{concurrency}"] = {
-                "ttft_median_ms": median(samples[name]["ttft"]) * 1000,
-                "ttft_p95_ms": percentile(samples[name]["ttft"], 0.95) * 1000,
-                "tokens_per_s": median(samples[name]["tps"]),
+            key = f"{name}_c{concurrency}"
+            figures[key] = {
+                "ttft_median_ms": median(ttfts[name]),
+                "ttft_p95_ms": percentile(ttfts[name], 0.95),
+                "tokens_per_s": median(rounds_tps[key]),
             }
     print()
     print(f"{'path':<10}{'streams':>8}{'TTFT p50 ms':>13}{'TTFT p95 ms':>13}{'tok/s':>9}")
@@ -82,14 +101,35 @@ async def run(system, *, rounds: int, max_tokens: int) -> None:  # noqa: ANN001
                 f"{name:<10}{concurrency:>8}{f['ttft_median_ms']:>13.1f}{f['ttft_p95_ms']:>13.1f}"
                 f"{f['tokens_per_s']:>9.1f}"
             )
-        direct, parley = figures[f"vllm_c{concurrency}"], figures[f"parley_c{concurrency}"]
-        added = parley["ttft_median_ms"] - direct["ttft_median_ms"]
-        ratio = parley["tokens_per_s"] / direct["tokens_per_s"]
-        summary[f"c{concurrency}_added_ttft_ms"] = added
+
+        def added(a: str, b: str, c: int = concurrency) -> float:
+            """Median over rounds of (a's round TTFT - b's round TTFT): drift cancels out."""
+            pairs = zip(rounds_ttft[f"{a}_c{c}"], rounds_ttft[f"{b}_c{c}"], strict=True)
+            return median([x - y for x, y in pairs])
+
+        total, engine, web = (
+            added("parley", "vllm"),
+            added("vllm+rec", "vllm"),
+            added("parley", "vllm+rec"),
+        )
+        ratio = median(
+            [
+                p / d
+                for p, d in zip(
+                    rounds_tps[f"parley_c{concurrency}"],
+                    rounds_tps[f"vllm_c{concurrency}"],
+                    strict=True,
+                )
+            ]
+        )
+        summary[f"c{concurrency}_added_ttft_ms"] = total
+        summary[f"c{concurrency}_engine_recording_ttft_ms"] = engine
+        summary[f"c{concurrency}_web_layer_ttft_ms"] = web
         summary[f"c{concurrency}_throughput_ratio"] = ratio
         print(
-            f"  {concurrency} stream(s): Parley adds {added:+.1f} ms TTFT (target ≤ 30), "
-            f"throughput ratio {ratio:.3f} (target ≥ 0.95)"
+            f"  {concurrency} stream(s): Parley adds {total:+.1f} ms TTFT (target ≤ 30): "
+            f"{engine:+.1f} ms the engine producing token ids and log-probs, {web:+.1f} ms the "
+            f"web layer; throughput ratio {ratio:.3f} (target ≥ 0.95)"
         )
     record(
         "serving",

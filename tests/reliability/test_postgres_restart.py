@@ -22,8 +22,6 @@ import pytest
 from tests.helpers import ROOT, clean_env, free_port
 from webapp.infra.embedded import EmbeddedPostgres, EmbeddedRedis
 
-pytestmark = [pytest.mark.services]
-
 
 @pytest.fixture
 def infra(tmp_path) -> Iterator[tuple[EmbeddedPostgres, EmbeddedRedis]]:

@@ -313,8 +313,8 @@ def _bearer(request: HttpRequest) -> str:
     return secret.strip()
 
 
-@_api_view
-async def chat_completions(request: HttpRequest) -> HttpResponse:
+async def _admit(request: HttpRequest) -> tuple[ChatRequest, str, ApiKey, PolicyVersion]:
+    """Every check a chat request passes before the model sees it (or the error it gets)."""
     secret = _bearer(request)
     _require(request, "POST")
     chat = parse_chat_request(_read_json(request))
@@ -331,6 +331,12 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
             code="rate_limit_exceeded",
             headers={"Retry-After": str(retry_after)},
         )
+    return chat, turn_type, key, version
+
+
+@_api_view
+async def chat_completions(request: HttpRequest) -> HttpResponse:
+    chat, turn_type, key, version = await _admit(request)
     served = version.served_name(settings.PARLEY_MODEL_ID)
     close = request.headers.get("X-Session-Done", "").strip().lower() in {"1", "true", "yes"}
     completion_id = "chatcmpl-" + uuid.uuid4().hex
