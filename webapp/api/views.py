@@ -266,8 +266,8 @@ def _client_chunk(
 
 # Key and live version, remembered for a moment per web process: the first token then needs
 # no database round trip. A revoked key or a newly published version is seen within this time.
-# Requests that miss together share one lookup, so a burst of streams costs one trip, not one
-# trip each through Django's single thread for database work.
+# Requests that miss together share one lookup, so a burst of streams costs one database trip
+# (from one worker thread, on one new connection), not one each.
 AUTH_CACHE_S = 2.0
 _auth_cache: dict[tuple[str, str], tuple[float, ApiKey, PolicyVersion]] = {}
 _auth_lookups: dict[tuple[str, str], asyncio.Future[tuple[ApiKey, PolicyVersion]]] = {}
