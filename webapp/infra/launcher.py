@@ -159,6 +159,8 @@ def _wait_until_ready(
                 if httpx.get(url, timeout=2).status_code == 200:
                     say(f"{name} ready after {time.monotonic() - started:.0f} s")
                     del pending[name]
+                    if name.startswith("serve"):
+                        _warm_up(url.rsplit("/health", 1)[0] + "/v1")
         now = time.monotonic()
         if pending and now - last_report >= 10:
             last_report = now
@@ -178,6 +180,28 @@ def _wait_until_ready(
     say(f"admin: {web_url}admin/  (account printed above on first start; see var/admin.txt)")
     say("stop with Ctrl-C")
     say("=" * 60)
+
+
+def _warm_up(base_url: str) -> None:
+    """One short answer before anyone chats: vLLM's first request prepares its kernels (12 s
+    here on 2 cores), which would otherwise be the first user's wait for a first token."""
+    import httpx
+
+    from webapp.infra.serving import BASE_SERVED_NAME
+
+    started = time.monotonic()
+    body = {
+        "model": BASE_SERVED_NAME,
+        "messages": [{"role": "user", "content": "Hello!"}],
+        "max_tokens": 4,
+        "logprobs": True,  # the same path Parley's requests take (it records log-probs)
+    }
+    try:
+        httpx.post(base_url + "/chat/completions", json=body, timeout=300).raise_for_status()
+    except httpx.HTTPError as exc:
+        say(f"warm-up request to {base_url} failed ({exc}); the first chat will be slower")
+        return
+    say(f"serve warmed up (first answer) in {time.monotonic() - started:.1f} s")
 
 
 def exec_with_infra(command: list[str]) -> int:
