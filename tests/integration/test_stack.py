@@ -28,6 +28,13 @@ def test_the_printed_url_serves_a_page(stack) -> None:
     }
 
 
+def test_serving_answered_once_before_ready_was_printed(stack) -> None:
+    """The warm-up answer comes before "ready", so no user waits for vLLM's first request."""
+    output = stack.launcher.output
+    warmed = output.index("serve warmed up (first answer) in")
+    assert warmed < output.index("Parley is ready at")
+
+
 def test_admin_logs_in_with_the_printed_account(stack) -> None:
     username, password = _printed_account(stack.admin_line)
     with httpx.Client(base_url=stack.web_url, follow_redirects=True, timeout=10) as client:
