@@ -140,6 +140,7 @@ def _wait_until_ready(
 
     web_url = f"http://{host}:{port}/"
     targets = {"web": f"{web_url}healthz"}
+    replicas: dict[str, str] = {}  # serving target name -> its OpenAI base URL
     if serve:
         for index, base in enumerate(
             env_list(
@@ -147,6 +148,7 @@ def _wait_until_ready(
                 [f"http://{env_str('VLLM_HOST', '127.0.0.1')}:{env_int('VLLM_PORT', 8001)}/v1"],
             )
         ):
+            replicas[f"serve{index or ''}"] = base
             targets[f"serve{index or ''}"] = base.rsplit("/v1", 1)[0] + "/health"
     started = time.monotonic()
     last_report = started
@@ -159,8 +161,8 @@ def _wait_until_ready(
                 if httpx.get(url, timeout=2).status_code == 200:
                     say(f"{name} ready after {time.monotonic() - started:.0f} s")
                     del pending[name]
-                    if name.startswith("serve"):
-                        _warm_up(url.rsplit("/health", 1)[0] + "/v1")
+                    if name in replicas:
+                        _warm_up(replicas[name])
         now = time.monotonic()
         if pending and now - last_report >= 10:
             last_report = now
@@ -197,7 +199,9 @@ def _warm_up(base_url: str) -> None:
         "logprobs": True,  # the same path Parley's requests take (it records log-probs)
     }
     try:
-        httpx.post(base_url + "/chat/completions", json=body, timeout=300).raise_for_status()
+        httpx.post(
+            base_url.rstrip("/") + "/chat/completions", json=body, timeout=300
+        ).raise_for_status()
     except httpx.HTTPError as exc:
         say(f"warm-up request to {base_url} failed ({exc}); the first chat will be slower")
         return
