@@ -1,9 +1,11 @@
 """Serving through Parley's /v1 API vs. straight to vLLM: TTFT and tokens/s, 1 and 8 streams.
 
-    python -m bench.serving [--rounds 6] [--max-tokens 64]
+    python -m bench.serving [--rounds 8] [--max-tokens 64] [--pause 1]
 
 The paths get the same prompts at temperature 0 in alternating rounds of one run, so drift on
 a shared machine hits them alike; the added TTFT is the median of the per-round differences.
+Each round starts after a pause on an idle machine: back to back, the tail of one path's round
+(vLLM and the web server still winding down on 2 cores) fell on whichever path came next.
 Targets: at most 5% throughput lost, at most 30 ms added TTFT.
 
 A third path, ``vllm+rec``, goes straight to vLLM but asks for what Parley records for training
@@ -32,14 +34,15 @@ PROMPTS = [
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--pause", type=float, default=1.0, help="seconds idle before a round")
     args = parser.parse_args()
     with running_system() as system:
-        asyncio.run(run(system, rounds=args.rounds, max_tokens=args.max_tokens))
+        asyncio.run(run(system, rounds=args.rounds, max_tokens=args.max_tokens, pause_s=args.pause))
 
 
-async def run(system, *, rounds: int, max_tokens: int) -> None:  # noqa: ANN001
+async def run(system, *, rounds: int, max_tokens: int, pause_s: float) -> None:  # noqa: ANN001
     recording = {
         "logprobs": True,
         "return_token_ids": True,
@@ -77,6 +80,7 @@ async def run(system, *, rounds: int, max_tokens: int) -> None:  # noqa: ANN001
                     }
                     for i in range(concurrency)
                 ]
+                await asyncio.sleep(pause_s)
                 timings, wall = await concurrent_streams(url, bodies, headers)
                 if round_index == 0:
                     continue
@@ -133,7 +137,13 @@ async def run(system, *, rounds: int, max_tokens: int) -> None:  # noqa: ANN001
         )
     record(
         "serving",
-        {"figures": figures, "summary": summary, "rounds": rounds, "max_tokens": max_tokens},
+        {
+            "figures": figures,
+            "summary": summary,
+            "rounds": rounds,
+            "max_tokens": max_tokens,
+            "pause_s": pause_s,
+        },
     )
 
 

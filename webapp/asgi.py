@@ -1,8 +1,10 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels."""
+"""ASGI entry point: HTTP through Django (the /v1 API through its own lean handler),
+websockets through Channels."""
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from django.core.asgi import get_asgi_application
 
@@ -13,11 +15,20 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402 - needs Django set up
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from webapp.api.asgi import ApiHandler, is_api_path  # noqa: E402
 from webapp.routing import websocket_urlpatterns  # noqa: E402
+
+api_asgi_app = ApiHandler()
+
+
+async def http_application(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    app = api_asgi_app if is_api_path(scope["path"]) else django_asgi_app
+    await app(scope, receive, send)
+
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": http_application,
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

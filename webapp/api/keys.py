@@ -46,9 +46,9 @@ def api_key_authenticate(*, secret: str) -> ApiKey | None:
 
 
 def api_key_revoke(*, key: ApiKey) -> ApiKey:
-    from webapp.api.views import _auth_cache
+    from webapp.api.admission import forget_keys
 
-    _auth_cache.clear()  # this process forgets it now; others within AUTH_CACHE_S
+    forget_keys()  # this process forgets it now; the others check it before their next answer
     if key.revoked_at is None:
         key.revoked_at = timezone.now()
         key.save(update_fields=["revoked_at"])

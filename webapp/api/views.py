@@ -12,7 +12,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -21,6 +21,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from webapp.api.admission import Admission, admission
 from webapp.api.errors import ApiError, error_response
 from webapp.api.keys import api_key_authenticate
 from webapp.api.models import ApiKey
@@ -129,20 +130,6 @@ async def models(request: HttpRequest) -> HttpResponse:
 
 
 # --- /v1/chat/completions --------------------------------------------------------------------
-
-
-def _resolve_model(model: str) -> PolicyVersion:
-    if model == settings.PARLEY_MODEL_ID:
-        return policy_version_live()
-    if model == settings.BASE_MODEL_DIR.name:
-        return PolicyVersion.objects.get(number=0)
-    raise ApiError(
-        404,
-        f"The model '{model}' does not exist; use '{settings.PARLEY_MODEL_ID}' "
-        "(GET /v1/models lists them).",
-        param="model",
-        code="model_not_found",
-    )
 
 
 def _turn_type(request: HttpRequest) -> str:
@@ -264,43 +251,6 @@ def _client_chunk(
     return out
 
 
-# Key and live version, remembered for a moment per web process: the first token then needs
-# no database round trip. A revoked key or a newly published version is seen within this time.
-# Requests that miss together share one lookup, so a burst of streams costs one database trip
-# (from one worker thread, on one new connection), not one each.
-AUTH_CACHE_S = 2.0
-_auth_cache: dict[tuple[str, str], tuple[float, ApiKey, PolicyVersion]] = {}
-_auth_lookups: dict[tuple[str, str], asyncio.Future[tuple[ApiKey, PolicyVersion]]] = {}
-
-
-def _authenticate_and_resolve(secret: str, model: str) -> tuple[ApiKey, PolicyVersion]:
-    """One trip to the database before the model starts: the key, then the version to serve."""
-    key = api_key_authenticate(secret=secret)
-    if key is None:
-        raise ApiError(401, "Incorrect or revoked API key provided.", code="invalid_api_key")
-    return key, _resolve_model(model)
-
-
-async def _key_and_version(secret: str, model: str) -> tuple[ApiKey, PolicyVersion]:
-    cache_key = (secret, model)
-    cached = _auth_cache.get(cache_key)
-    if cached is not None and time.monotonic() - cached[0] < AUTH_CACHE_S:
-        return cached[1], cached[2]
-    lookup = _auth_lookups.get(cache_key)
-    if lookup is None:
-        lookup = asyncio.ensure_future(sync_to_async(_authenticate_and_resolve)(secret, model))
-        _auth_lookups[cache_key] = lookup
-        try:
-            key, version = await asyncio.shield(lookup)
-        finally:
-            _auth_lookups.pop(cache_key, None)
-        if len(_auth_cache) > 10_000:
-            _auth_cache.clear()
-        _auth_cache[cache_key] = (time.monotonic(), key, version)
-        return key, version
-    return await asyncio.shield(lookup)
-
-
 def _bearer(request: HttpRequest) -> str:
     scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():
@@ -313,15 +263,15 @@ def _bearer(request: HttpRequest) -> str:
     return secret.strip()
 
 
-async def _admit(request: HttpRequest) -> tuple[ChatRequest, str, ApiKey, PolicyVersion]:
+async def _admit(request: HttpRequest) -> tuple[ChatRequest, str, Admission]:
     """Every check a chat request passes before the model sees it (or the error it gets)."""
     secret = _bearer(request)
     _require(request, "POST")
     chat = parse_chat_request(_read_json(request))
     turn_type = _turn_type(request)
-    key, version = await _key_and_version(secret, chat.model)
+    admitted = await admission(secret, chat.model)
     retry_after = await retry_after_if_limited(
-        key_id=key.pk, limit=settings.API_RATE_LIMIT_PER_MINUTE
+        key_id=admitted.key.pk, limit=settings.API_RATE_LIMIT_PER_MINUTE
     )
     if retry_after is not None:
         raise ApiError(
@@ -331,21 +281,39 @@ async def _admit(request: HttpRequest) -> tuple[ChatRequest, str, ApiKey, Policy
             code="rate_limit_exceeded",
             headers={"Retry-After": str(retry_after)},
         )
-    return chat, turn_type, key, version
+    return chat, turn_type, admitted
 
 
 @_api_view
 async def chat_completions(request: HttpRequest) -> HttpResponse:
-    chat, turn_type, key, version = await _admit(request)
-    served = version.served_name(settings.PARLEY_MODEL_ID)
+    chat, turn_type, admitted = await _admit(request)
+    key, version = admitted.key, admitted.version
     close = request.headers.get("X-Session-Done", "").strip().lower() in {"1", "true", "yes"}
     completion_id = "chatcmpl-" + uuid.uuid4().hex
     finish = sync_to_async(_finish_answers)
 
     # The model starts on the prompt at once and the turn is recorded alongside: recording
     # never delays the first token. The answer is stored before the stream says [DONE].
-    stream = stream_chat(chat.messages, model=served, params=chat.params)
-    first_chunk = asyncio.ensure_future(anext(stream))
+    def start(version: PolicyVersion) -> tuple[AsyncGenerator[dict[str, Any]], asyncio.Task[Any]]:
+        stream = stream_chat(
+            chat.messages, model=version.served_name(settings.PARLEY_MODEL_ID), params=chat.params
+        )
+        return stream, asyncio.ensure_future(anext(stream))
+
+    stream, first_chunk = start(version)
+    if admitted.recheck is not None:
+        # A remembered key: the model already reads the prompt while the database confirms
+        # the key and the live version. Nothing goes out before that answer is in.
+        try:
+            key, checked = await asyncio.shield(admitted.recheck)
+        except BaseException:
+            await _abandon(stream, first_chunk)
+            raise
+        if checked.pk != version.pk:  # a version was published meanwhile: it answers
+            await _abandon(stream, first_chunk)
+            version = checked
+            stream, first_chunk = start(version)
+    served = version.served_name(settings.PARLEY_MODEL_ID)
     recording: asyncio.Future[tuple[RecordedTurn, list[Message]]] | None = None
 
     def record() -> asyncio.Future[tuple[RecordedTurn, list[Message]]]:
@@ -466,6 +434,15 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     response["X-Accel-Buffering"] = "no"
     response["X-Parley-Version"] = version.label
     return response
+
+
+async def _abandon(stream: AsyncGenerator[dict[str, Any]], first_chunk: asyncio.Task[Any]) -> None:
+    """Drop an answer that will not be given out; closing its stream makes vLLM abort it."""
+    first_chunk.cancel()
+    await asyncio.wait([first_chunk])
+    if not first_chunk.cancelled():
+        first_chunk.exception()
+    await stream.aclose()
 
 
 def _carries_output(chunk: dict[str, Any]) -> bool:
