@@ -1,0 +1,116 @@
+"""The vLLM client against a real HTTP server that speaks vLLM's streaming format."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from aiohttp import web
+
+from tests.helpers import free_port
+from webapp.inference import ServingError, ServingUnavailable, stream_chat
+
+CHUNKS = [
+    {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+    {"choices": [{"index": 0, "delta": {"content": "Hel"}, "token_ids": [1]}]},
+    {"choices": [{"index": 0, "delta": {"content": "lo ☃"}, "token_ids": [2]}]},
+    {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+]
+
+
+class FakeVllm:
+    """Streams CHUNKS as SSE, cut into writes at awkward places; records what it saw."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict] = []
+        self.peers: list[tuple] = []
+        self.disconnected = asyncio.Event()
+        self.endless = False
+        self.cut_short = False
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.bodies.append(body)
+        self.peers.append(request.transport.get_extra_info("peername"))
+        if body["model"] == "missing":
+            return web.json_response(
+                {"error": {"message": "The model `missing` does not exist.", "param": "model"}},
+                status=404,
+            )
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        raw = "".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in CHUNKS).encode()
+        try:
+            for start in range(0, len(raw), 7):  # lines, and a snowman's bytes, split across reads
+                await response.write(raw[start : start + 7])
+            if self.cut_short:
+                return response  # the body ends without [DONE]
+            while self.endless:
+                await response.write(b'data: {"choices": []}\n\n')
+                await asyncio.sleep(0.01)
+            await response.write(b"data: [DONE]\n\n")
+        except (ConnectionResetError, asyncio.CancelledError):
+            self.disconnected.set()
+            raise
+        return response
+
+
+@pytest.fixture
+async def fake_vllm():
+    fake = FakeVllm()
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", fake.chat)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    yield fake, f"http://127.0.0.1:{port}/v1"
+    await runner.cleanup()
+
+
+async def test_chunks_arrive_whole_whatever_the_reads_and_training_data_is_asked_for(
+    fake_vllm,
+) -> None:
+    fake, url = fake_vllm
+    messages = [{"role": "user", "content": "hi"}]
+    chunks = [c async for c in stream_chat(messages, model="base", base_url=url)]
+    assert chunks == CHUNKS
+    assert fake.bodies[0]["logprobs"] is True and fake.bodies[0]["return_token_ids"] is True
+    assert fake.bodies[0]["stream"] is True and fake.bodies[0]["messages"] == messages
+    # The connection was read to its end and is reused for the next answer.
+    again = [c async for c in stream_chat(messages, model="base", base_url=url)]
+    assert again == CHUNKS and fake.peers[0] == fake.peers[1]
+
+
+async def test_a_refusal_is_a_serving_error_with_vllms_message(fake_vllm) -> None:
+    _, url = fake_vllm
+    with pytest.raises(ServingError) as refused:
+        await anext(stream_chat([], model="missing", base_url=url))
+    assert refused.value.status == 404 and "does not exist" in refused.value.message
+    assert refused.value.param == "model"
+
+
+async def test_no_server_is_serving_unavailable() -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with pytest.raises(ServingUnavailable):
+        await anext(stream_chat([], model="base", base_url=url))
+
+
+async def test_closing_the_stream_early_disconnects_so_vllm_aborts(fake_vllm) -> None:
+    fake, url = fake_vllm
+    fake.endless = True
+    stream = stream_chat([{"role": "user", "content": "hi"}], model="base", base_url=url)
+    assert (await anext(stream)) == CHUNKS[0]
+    await stream.aclose()
+    await asyncio.wait_for(fake.disconnected.wait(), timeout=5)
+
+
+async def test_an_answer_cut_short_is_serving_unavailable_after_what_arrived(fake_vllm) -> None:
+    fake, url = fake_vllm
+    fake.cut_short = True
+    received = []
+    with pytest.raises(ServingUnavailable):
+        async for chunk in stream_chat([], model="base", base_url=url):
+            received.append(chunk)
+    assert received == CHUNKS
