@@ -21,7 +21,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
 
-from webapp.api.errors import ApiError
+from webapp.api.errors import ApiError, storage_unavailable
 from webapp.api.keys import api_key_authenticate
 from webapp.api.models import ApiKey
 from webapp.learning.models import PolicyVersion
@@ -67,11 +67,8 @@ def key_and_version_lookup(secret: str, model: str) -> tuple[ApiKey, PolicyVersi
             raise ApiError(401, "Incorrect or revoked API key provided.", code="invalid_api_key")
         return key, model_resolve(model)
     except DatabaseError as exc:
-        raise ApiError(
-            503,
-            "The database cannot be reached right now; please retry shortly.",
-            code="storage_unavailable",
-            headers={"Retry-After": str(settings.API_SERVE_RETRY_AFTER_S)},
+        raise storage_unavailable(
+            "The database cannot be reached right now; please retry shortly."
         ) from exc
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import JsonResponse
 
 TYPES = {
@@ -40,6 +41,16 @@ class ApiError(Exception):
         return error_response(
             self.status, self.message, param=self.param, code=self.code, headers=self.headers
         )
+
+
+def storage_unavailable(message: str) -> ApiError:
+    """503 with ``Retry-After``: the database could not be reached or could not store."""
+    return ApiError(
+        503,
+        message,
+        code="storage_unavailable",
+        headers={"Retry-After": str(settings.API_SERVE_RETRY_AFTER_S)},
+    )
 
 
 def error_response(

@@ -22,7 +22,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.views.decorators.csrf import csrf_exempt
 
 from webapp.api.admission import Admission, admission
-from webapp.api.errors import ApiError, error_response
+from webapp.api.errors import ApiError, error_response, storage_unavailable
 from webapp.api.keys import api_key_authenticate
 from webapp.api.models import ApiKey
 from webapp.api.ratelimit import retry_after_if_limited
@@ -339,11 +339,8 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
             return await asyncio.shield(record())
         except Exception as exc:
             log.exception("could not record completion %s", completion_id)
-            raise ApiError(
-                503,
-                "The conversation could not be stored right now; please retry.",
-                code="storage_unavailable",
-                headers={"Retry-After": str(settings.API_SERVE_RETRY_AFTER_S)},
+            raise storage_unavailable(
+                "The conversation could not be stored right now; please retry."
             ) from exc
 
     async def settle(accumulator: CompletionAccumulator, status: str, error: str) -> None:

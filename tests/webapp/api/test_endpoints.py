@@ -428,3 +428,19 @@ async def _close_worker_thread_connections():
     from django.db import connections
 
     await sync_to_async(connections.close_all)()
+
+
+async def test_a_database_that_cannot_be_reached_is_503_not_500(secret, scripted, monkeypatch):
+    from django.db import OperationalError
+
+    from webapp.api import admission
+
+    def unreachable(*, secret: str):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(admission, "api_key_authenticate", unreachable)
+    admission.forget_keys()
+    response = await _post(AsyncClient(), "/v1/chat/completions", BODY, secret)
+    error = _assert_openai_error(response, 503)
+    assert error["code"] == "storage_unavailable" and int(response["Retry-After"]) >= 1
+    assert scripted == []  # the model was never asked
