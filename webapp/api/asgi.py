@@ -2,7 +2,7 @@
 
 Under ASGI, Django runs each hook of a sync-capable middleware (sessions, CSRF, messages,
 common, clickjacking…) in a worker thread and hops back to the event loop afterwards: five hops
-on the way in and six on the way out, every one through the same single thread. With eight
+on the way in and six on the way out, each a handover to the request's thread and back. With eight
 streams arriving together, those hops held the first request back from vLLM by 10–20 ms, and
 every other stream's first token waits on the first one's engine step. The API uses none of
 what they provide (it authenticates with Bearer keys, is CSRF-exempt and sends no HTML), so
