@@ -43,8 +43,12 @@ def train_update(self, update_id: int) -> int | None:  # noqa: ANN001 - Celery's
         if not acquired:
             raise self.retry(countdown=15)  # another update holds the lock: wait for it
         update = training.training_update_claim(update_id=update_id)
-        if update is None:
-            return None  # already finished (a redelivered task)
+        if update is None:  # already finished (a redelivered task): publish what it left
+            leftover = training.training_update_unpublished(update_id=update_id)
+            if leftover is None:
+                return None
+            training.policy_version_publish(version=leftover)
+            return leftover.number
         try:
             base_dir = settings.BASE_MODEL_DIR
             tokenizer = AutoTokenizer.from_pretrained(str(base_dir))

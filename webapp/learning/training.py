@@ -6,7 +6,8 @@
   connection: never two updates at once, and a worker that dies releases it with its connection.
 - Samples are consumed exactly once: the batch is chosen when the update starts, but samples are
   marked consumed only in the transaction that records the finished update. A crashed update
-  leaves them ready; a redelivered task for a finished update does nothing.
+  leaves them ready; a redelivered task for a finished update trains nothing again, and only
+  publishes the version if the worker died before it was published.
 - Publishing loads the adapter into every serving replica first; only then does the version
   become live. Rollback is the same path for an older version.
 """
@@ -108,6 +109,24 @@ def training_update_claim(*, update_id: int) -> TrainingUpdate | None:
     update.metrics = []
     update.save(update_fields=["status", "started_at", "summary", "metrics"])
     return update
+
+
+def training_update_unpublished(*, update_id: int) -> PolicyVersion | None:
+    """The version a finished update produced, if it passed the gate but was never published.
+
+    A train worker that dies between recording the update and publishing its version leaves
+    the version a candidate; the redelivered task publishes it, unless a newer one is live.
+    """
+    update = TrainingUpdate.objects.select_related("produced_version").get(pk=update_id)
+    version = update.produced_version
+    if (
+        update.status != TrainingUpdate.Status.DONE
+        or version is None
+        or version.status != PolicyVersion.Status.CANDIDATE
+    ):
+        return None
+    live = policy_version_live()
+    return version if live.number < version.number else None
 
 
 def batch_for_update(*, update: TrainingUpdate, tokenizer: Any) -> list[Any]:

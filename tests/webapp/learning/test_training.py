@@ -129,6 +129,38 @@ def test_samples_are_consumed_exactly_once(settings, tmp_path) -> None:
     assert training.training_update_claim(update_id=update.pk) is None  # finished: nothing to redo
 
 
+def test_a_version_left_unpublished_by_a_dead_worker_is_published_on_redelivery(
+    tmp_path, pushed
+) -> None:
+    _samples(2)
+    update = training.training_update_claim(
+        update_id=training.training_update_maybe_queue(force=True).pk
+    )
+    assert training.training_update_unpublished(update_id=update.pk) is None  # still running
+    version = training.training_update_finish(
+        update=update, summary={}, adapter_dir=tmp_path, probe={}, passed=True, reasons=[]
+    )
+    # The worker died here, before publishing: the redelivered task finds the candidate.
+    assert training.training_update_unpublished(update_id=update.pk) == version
+    training.policy_version_publish(version=version)
+    assert training.training_update_unpublished(update_id=update.pk) is None  # live now
+    assert len(pushed) == 1
+
+
+def test_a_leftover_candidate_never_replaces_a_newer_live_version(tmp_path, pushed) -> None:
+    _samples(2)
+    older = training.training_update_claim(
+        update_id=training.training_update_maybe_queue(force=True).pk
+    )
+    training.training_update_finish(
+        update=older, summary={}, adapter_dir=tmp_path, probe={}, passed=True, reasons=[]
+    )
+    newer = PolicyVersion.objects.create(number=2, adapter_path=str(tmp_path))
+    training.policy_version_publish(version=newer)
+    assert training.training_update_unpublished(update_id=older.pk) is None
+    assert policy_version_live() == newer
+
+
 def test_a_candidate_that_fails_the_gate_is_recorded_not_published(tmp_path, pushed) -> None:
     _samples(1)
     update = training.training_update_claim(
