@@ -1,6 +1,6 @@
 """Serving through Parley's /v1 API vs. straight to vLLM: TTFT and tokens/s, 1 and 8 streams.
 
-    python -m bench.serving [--rounds 8] [--max-tokens 64] [--pause 1]
+    python -m bench.serving [--rounds 16] [--max-tokens 64] [--pause 1]
 
 The paths get the same prompts at temperature 0 in alternating rounds of one run, so drift on
 a shared machine hits them alike; the added TTFT is the median of the per-round differences.
@@ -34,7 +34,7 @@ PROMPTS = [
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=16)
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--pause", type=float, default=1.0, help="seconds idle before a round")
     args = parser.parse_args()
