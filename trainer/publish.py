@@ -58,14 +58,3 @@ def push(
     body = {"lora_name": lora_name, "lora_path": str(folder), "load_inplace": False}
     with httpx.Client(timeout=timeout) as client:
         return [_post(client, url, "/v1/load_lora_adapter", body) for url in serving_urls]
-
-
-def unload(
-    lora_name: str, serving_urls: Sequence[str], *, timeout: float = 30.0
-) -> list[dict[str, Any]]:
-    """Unload the named adapter from each replica (to free a slot once a version is retired)."""
-    with httpx.Client(timeout=timeout) as client:
-        return [
-            _post(client, url, "/v1/unload_lora_adapter", {"lora_name": lora_name})
-            for url in serving_urls
-        ]

@@ -18,10 +18,10 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(
     task_queues=(Queue("judge"), Queue("train")),
     task_default_queue="judge",
+    # Training on its own queue (one worker, concurrency 1); everything else on "judge".
     task_routes={
-        "trainer.tasks.judging.*": {"queue": "judge"},
-        "trainer.tasks.training.*": {"queue": "train"},
-        "trainer.tasks.publishing.*": {"queue": "train"},
+        "webapp.learning.tasks.maybe_train": {"queue": "train"},
+        "webapp.learning.tasks.train_update": {"queue": "train"},
     },
     task_acks_late=True,
     task_reject_on_worker_lost=True,
@@ -37,21 +37,21 @@ app.conf.update(
     },
     worker_hijack_root_logger=False,
     beat_schedule={
-        "close-idle-sessions": {
-            "task": "trainer.tasks.sessions.close_idle_sessions",
+        "close-idle-conversations": {
+            "task": "webapp.chat.tasks.close_idle_conversations",
             "schedule": 60.0,
             "options": {"queue": "judge", "expires": 55},
         },
         "maybe-train": {
-            "task": "trainer.tasks.training.maybe_train",
+            "task": "webapp.learning.tasks.maybe_train",
             "schedule": 60.0,
             "options": {"queue": "train", "expires": 55},
         },
-        "judge-pending": {
-            "task": "trainer.tasks.judging.judge_pending",
+        "requeue-pending": {
+            "task": "webapp.learning.tasks.requeue_pending",
             "schedule": 300.0,
             "options": {"queue": "judge", "expires": 290},
         },
     },
 )
-app.autodiscover_tasks(["trainer"], related_name="tasks")
+app.autodiscover_tasks()  # tasks.py of each installed app

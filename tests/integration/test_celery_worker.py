@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from tests.helpers import start_worker
-from trainer.tasks.health import ping
+from webapp.core.tasks import ping
 
 pytestmark = pytest.mark.services
 

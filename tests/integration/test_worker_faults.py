@@ -138,7 +138,7 @@ def _answer(user, question: str = "What is 2+2?"):
 def test_a_judge_worker_killed_mid_task_leaves_exactly_one_judgement(
     fake_serving, tmp_path, monkeypatch
 ) -> None:
-    monkeypatch.setattr("webapp.learning.triggers._send", lambda *a, **k: None)
+    monkeypatch.setattr("webapp.core.outbox.send", lambda *a, **k: None)
     user = get_user_model().objects.create_user("alice")
     answer = _answer(user)
     nxt = services.message_append(
@@ -148,7 +148,7 @@ def test_a_judge_worker_killed_mid_task_leaves_exactly_one_judgement(
     env = _worker_env(fake_serving, tmp_path)
     first = _start_worker("judge", env)
     try:
-        app.send_task("trainer.tasks.judging.judge_message", args=[answer.pk], queue="judge")
+        app.send_task("webapp.learning.tasks.judge_message", args=[answer.pk], queue="judge")
         _wait(lambda: FakeServing.calls, timeout=60)  # the worker is inside the task, at the judge
         _kill(first)
         assert not Judgement.objects.filter(message=answer).exists()
@@ -167,7 +167,7 @@ def test_a_judge_worker_killed_mid_task_leaves_exactly_one_judgement(
 def test_a_train_worker_killed_mid_update_trains_every_sample_exactly_once(
     fake_serving, prepared_model, tmp_path, monkeypatch
 ) -> None:
-    monkeypatch.setattr("webapp.learning.triggers._send", lambda *a, **k: None)
+    monkeypatch.setattr("webapp.core.outbox.send", lambda *a, **k: None)
     user = get_user_model().objects.create_user("alice")
     samples = []
     for i in range(3):
@@ -194,7 +194,7 @@ def test_a_train_worker_killed_mid_update_trains_every_sample_exactly_once(
     env = _worker_env(fake_serving, tmp_path, prepared_model.parent)
     first = _start_worker("train", env)
     try:
-        app.send_task("trainer.tasks.training.train_update", args=[update.pk], queue="train")
+        app.send_task("webapp.learning.tasks.train_update", args=[update.pk], queue="train")
         _wait(lambda: TrainingUpdate.objects.get(pk=update.pk).status == "running", timeout=120)
         time.sleep(3)  # inside the update: loading the model or training
         _kill(first)

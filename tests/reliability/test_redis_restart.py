@@ -4,8 +4,8 @@ How: (1) the embedded Redis keeps an append-only file, so queued messages surviv
 a crash (``appendfsync everysec``: at most the last second); (2) tasks are acknowledged late
 (``acks_late``), so one a worker had taken but not finished is handed out again; (3) when the
 broker cannot be reached at all, the user's feedback is still stored (queueing never fails a
-request) and the periodic ``judge_pending`` sweep re-queues every turn that has evidence but
-no judgement: PostgreSQL is the outbox, and the sweep is its relay.
+request) and the periodic ``requeue_pending`` sweep re-queues every answer that has evidence but
+no judgement, and every update left QUEUED: PostgreSQL is the outbox, and the sweep is its relay.
 """
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ from webapp.chat.models import Feedback
 from webapp.inference import ChoiceResult
 from webapp.infra.embedded import EmbeddedRedis
 from webapp.learning.selectors import policy_version_live
-from webapp.learning.services import turns_awaiting_judgement
+from webapp.learning.services import messages_awaiting_judgement
+from webapp.learning.workflows.recovery import requeue_pending
 
 pytestmark = [pytest.mark.services]
 
-JUDGE = "trainer.tasks.judging.judge_message"
+JUDGE = "webapp.learning.tasks.judge_message"
 
 
 @pytest.fixture
@@ -69,10 +70,11 @@ def _queued(server: EmbeddedRedis, queue: str = "judge") -> list[dict]:
         client.close()
 
 
-def _tasks(server: EmbeddedRedis) -> list[tuple[str, list]]:
-    """(task name, its args) of each message waiting on the judge queue."""
+def _tasks(server: EmbeddedRedis, queue: str = "judge") -> list[tuple[str, list]]:
+    """(task name, its args) of each message waiting on the queue."""
     return [
-        (m["headers"]["task"], json.loads(base64.b64decode(m["body"]))[0]) for m in _queued(server)
+        (m["headers"]["task"], json.loads(base64.b64decode(m["body"]))[0])
+        for m in _queued(server, queue)
     ]
 
 
@@ -95,8 +97,6 @@ def test_a_queued_task_survives_redis_being_killed(broker) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_with_the_broker_down_feedback_is_stored_and_the_sweep_queues_it_later(broker) -> None:
-    from trainer.tasks.judging import judge_pending
-
     user = get_user_model().objects.create_user("erin")
     conversation = services.conversation_create(owner=user)
     question = services.user_message_send(conversation=conversation, content="2+2?")
@@ -120,10 +120,55 @@ def test_with_the_broker_down_feedback_is_stored_and_the_sweep_queues_it_later(b
     assert time.monotonic() - started < 15  # queueing gave up quickly instead of hanging
     feedback = Feedback.objects.get()
     assert (feedback.rating, feedback.comment) == (-1, "It is four, not five.")
-    assert turns_awaiting_judgement() == [answer.pk]
+    assert messages_awaiting_judgement() == [answer.pk]
 
     broker.start()
     assert _tasks(broker) == []  # nothing reached the broker while it was down
-    assert judge_pending() == {"turns": 1, "sessions": 0}
+    assert requeue_pending() == {"messages": 1, "conversations": 0, "updates": 0}
     assert _tasks(broker) == [(JUDGE, [answer.pk])]
     assert Feedback.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_the_broker_down_a_queued_update_is_not_lost_and_blocks_nothing(
+    broker, settings
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from webapp.learning import training
+    from webapp.learning.models import Judgement, Sample, TrainingUpdate
+
+    settings.TRAIN_BATCH_SIZE = 1
+    user = get_user_model().objects.create_user("fred")
+    conversation = services.conversation_create(owner=user)
+    question = services.user_message_send(conversation=conversation, content="2+2?")
+    answer = services.assistant_message_finish(
+        message=services.assistant_message_start(
+            conversation=conversation,
+            parent=question,
+            policy_version=policy_version_live(),
+            served_model="base",
+            sampling_params={},
+        ),
+        result=ChoiceResult(content="4", token_ids=[1], token_logprobs=[-0.1]),
+        prompt_token_ids=[1],
+        usage={},
+    )
+    judgement = Judgement.objects.create(message=answer, fingerprint="f", source="feedback")
+    Sample.objects.create(message=answer, judgement=judgement, kind="rl", reward=1.0)
+    broker.stop()
+    update = training.training_update_maybe_queue()  # its task cannot reach the broker
+    assert update is not None
+    assert TrainingUpdate.objects.get().status == "queued"  # the work is still recorded
+
+    broker.start()
+    assert _tasks(broker, "train") == []
+    # Within the grace period the task may still be in flight: the sweep leaves it alone.
+    assert requeue_pending()["updates"] == 0
+    TrainingUpdate.objects.filter(pk=update.pk).update(
+        created_at=timezone.now() - timedelta(minutes=10)
+    )
+    assert requeue_pending()["updates"] == 1
+    assert _tasks(broker, "train") == [("webapp.learning.tasks.train_update", [update.pk])]

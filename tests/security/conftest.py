@@ -20,7 +20,7 @@ def no_broker(monkeypatch):
     """Queued tasks are recorded instead of sent: these tests are about the web layer."""
     sent: list[tuple[str, object]] = []
     monkeypatch.setattr(
-        "webapp.learning.triggers._send", lambda name, arg, queue="judge": sent.append((name, arg))
+        "webapp.core.outbox.send", lambda task, args: sent.append((str(task), *args))
     )
     return sent
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer.publish import PublishError, push, server_base, unload
+from trainer.publish import PublishError, push, server_base
 
 
 class _Replica:
@@ -86,12 +86,6 @@ def test_a_folder_without_an_adapter_is_refused_before_any_request(replicas, tmp
     with pytest.raises(FileNotFoundError):
         push(tmp_path, lora_name="v", serving_urls=[replicas[0].url], timeout=5)
     assert replicas[0].requests == []
-
-
-def test_unload_asks_every_replica(replicas) -> None:
-    unload("parley-v1", [r.url for r in replicas], timeout=5)
-    for replica in replicas:
-        assert replica.requests == [("/v1/unload_lora_adapter", {"lora_name": "parley-v1"})]
 
 
 @pytest.mark.parametrize(

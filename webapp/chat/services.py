@@ -18,9 +18,9 @@ from django.utils import timezone
 
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.chat.selectors import transcript
+from webapp.core.outbox import Task, enqueue, enqueue_each
 from webapp.inference import ChoiceResult
 from webapp.learning.models import PolicyVersion
-from webapp.learning.triggers import queue_judgement, queue_session_end
 
 TITLE_LENGTH = 60
 
@@ -62,7 +62,7 @@ def conversation_close(*, conversation: Conversation) -> Conversation:
     if conversation.closed_at is None:
         conversation.closed_at = timezone.now()
         conversation.save(update_fields=["closed_at"])
-        queue_session_end(conversation_ids=[conversation.pk])
+        enqueue(Task.FINALIZE_CONVERSATION, conversation.pk)
     return conversation
 
 
@@ -212,7 +212,7 @@ def message_link_next_state(*, turns: Iterable[Message], next_state: Message) ->
         Message.objects.filter(pk__in=ids, next_state__isnull=True).values_list("pk", flat=True)
     )
     Message.objects.filter(pk__in=linked).update(next_state=next_state)
-    queue_judgement(message_ids=linked)
+    enqueue_each(Task.JUDGE_MESSAGE, linked)
 
 
 def _clean_tags(tags: Iterable[str], allowed: Iterable[str]) -> list[str]:
@@ -274,7 +274,7 @@ def feedback_set(
     if correction is not None:
         feedback.correction = correction.strip()
     feedback.save()
-    queue_judgement(message_ids=[message.pk])
+    enqueue(Task.JUDGE_MESSAGE, message.pk)
     return feedback
 
 
@@ -369,5 +369,5 @@ def conversations_close_idle(*, idle_minutes: int) -> int:
             .values_list("pk", flat=True)
         )
         Conversation.objects.filter(pk__in=idle).update(closed_at=timezone.now())
-        queue_session_end(conversation_ids=idle)
+        enqueue_each(Task.FINALIZE_CONVERSATION, idle)
     return len(idle)

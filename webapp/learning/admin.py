@@ -29,7 +29,7 @@ from webapp.core.admin_helpers import (
 from webapp.learning.export import judgement_records, sample_records
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.services import sample_exclude
-from webapp.learning.training import PublishFailed, policy_version_publish
+from webapp.learning.workflows.publishing import PublishFailed, policy_version_publish
 
 STEP_COLUMNS = (
     "step",

@@ -1,10 +1,11 @@
-"""From judged turns to training samples: evidence, eligibility, and the one writer of
+"""From judged messages to training samples: evidence, eligibility, and the one writer of
 ``Judgement`` and ``Sample``.
 
-The judge task (``trainer.tasks.judging``) reads a turn's evidence here, asks the judge model
-(outside any transaction: it takes seconds), then calls ``judgement_record``, which writes the
-judgement and its sample in one transaction, idempotently: the evidence fingerprint is unique
-per message, so a redelivered task leaves exactly one row of each.
+The judging workflow (``webapp.learning.workflows.judging``) reads a message's evidence here,
+asks the judge model (outside any transaction: it takes seconds), then calls
+``judgement_record``, which writes the judgement and its sample in one transaction,
+idempotently: the evidence fingerprint is unique per message, so a redelivered task leaves
+exactly one row of each.
 """
 
 from __future__ import annotations
@@ -21,16 +22,16 @@ from django.db import IntegrityError, transaction
 from trainer.judge import feedback_hint, is_useful_hint
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.chat.selectors import prompt_path
+from webapp.core.outbox import Task, enqueue, enqueue_each
 from webapp.learning.models import Judgement, Sample
 from webapp.learning.notify import push_learning_status
 from webapp.learning.selectors import policy_version_live
-from webapp.learning.triggers import queue_judgement, queue_training_check
 
-SESSION_END_STATE = "(The user ended the conversation here without replying.)"
+CONVERSATION_END_STATE = "(The user ended the conversation here without replying.)"
 
 
 @dataclass(frozen=True)
-class TurnEvidence:
+class MessageEvidence:
     """What the judge sees for one assistant turn, and what the user said about it."""
 
     message_id: int
@@ -41,7 +42,7 @@ class TurnEvidence:
     rating: int
     user_hint: str | None
     correction: str
-    session_end: bool
+    conversation_end: bool
     fingerprint: str
     prompt_messages: list[dict[str, Any]] = field(default_factory=list)
 
@@ -51,7 +52,7 @@ class TurnEvidence:
 
     @property
     def needs_judge_hint(self) -> bool:
-        return self.user_hint is None and bool(self.next_state_id or self.session_end)
+        return self.user_hint is None and bool(self.next_state_id or self.conversation_end)
 
 
 def ineligibility(*, message: Message) -> str | None:
@@ -84,7 +85,7 @@ def _next_state_text(next_state: Message) -> str:
     return "\n".join(parts)
 
 
-def turn_evidence(*, message: Message, session_end: bool = False) -> TurnEvidence:
+def message_evidence(*, message: Message, conversation_end: bool = False) -> MessageEvidence:
     path = prompt_path(message=message)
     request = next((m.content for m in reversed(path[:-1]) if m.role == "user"), "")
     answer = message.content
@@ -105,18 +106,19 @@ def turn_evidence(*, message: Message, session_end: bool = False) -> TurnEvidenc
     elif feedback is not None and feedback.comment:
         next_state = f"[user feedback] {feedback.comment}"
     else:
-        next_state = SESSION_END_STATE if session_end else ""
+        next_state = CONVERSATION_END_STATE if conversation_end else ""
     evidence = {
         "next": message.next_state_id,
-        # The session's end is evidence only when nothing else is: an answer the user rated
-        # or commented on is judged on that, once, however the session closed.
-        "end": session_end and not (message.next_state_id or rating or user_hint or correction),
+        # The conversation's end is evidence only when nothing else is: an answer the user rated
+        # or commented on is judged on that, once, however the conversation closed.
+        "end": conversation_end
+        and not (message.next_state_id or rating or user_hint or correction),
         "rating": rating,
         "hint": user_hint,
         "correction": correction,
         "tags": feedback.tags if feedback else [],
     }
-    return TurnEvidence(
+    return MessageEvidence(
         message_id=message.pk,
         request=request,
         answer=answer,
@@ -125,7 +127,7 @@ def turn_evidence(*, message: Message, session_end: bool = False) -> TurnEvidenc
         rating=rating,
         user_hint=user_hint,
         correction=correction,
-        session_end=bool(evidence["end"]),
+        conversation_end=bool(evidence["end"]),
         fingerprint=hashlib.sha256(json.dumps(evidence, sort_keys=True).encode()).hexdigest(),
         prompt_messages=[m.as_openai() for m in path[:-1]],
     )
@@ -149,7 +151,7 @@ def _sample_kind(reward: float, hint: str | None, correction: str) -> str | None
 @transaction.atomic
 def judgement_record(
     *,
-    evidence: TurnEvidence,
+    evidence: MessageEvidence,
     source: str,
     votes: list[dict[str, Any]],
     score: int,
@@ -201,7 +203,7 @@ def judgement_record(
     Sample.objects.filter(message=message, status=Sample.Status.READY).update(
         status=Sample.Status.SUPERSEDED
     )
-    queue_training_check()
+    enqueue(Task.MAYBE_TRAIN)
     Sample.objects.create(
         message=message,
         judgement=judgement,
@@ -219,8 +221,8 @@ def judgement_record(
     return judgement
 
 
-def session_best_candidate(*, conversation: Conversation) -> Message | None:
-    """The turn kept when a session closes without any sample: its last eligible main answer.
+def conversation_best_candidate(*, conversation: Conversation) -> Message | None:
+    """The answer kept when a conversation closes without any sample: its last eligible main answer.
 
     "Best" = most recent, because it is the turn with the least context lost, and the one the
     user saw last (the README explains the choice).
@@ -249,7 +251,7 @@ def samples_ready_count() -> int:
     return Sample.objects.filter(status=Sample.Status.READY).count()
 
 
-def turns_awaiting_judgement(*, limit: int = 200) -> list[int]:
+def messages_awaiting_judgement(*, limit: int = 200) -> list[int]:
     """Main answers with a next state or feedback but no judgement yet (missed queueing)."""
     from django.db.models import Q
 
@@ -267,7 +269,7 @@ def turns_awaiting_judgement(*, limit: int = 200) -> list[int]:
     )
 
 
-def sessions_awaiting_finalization(*, limit: int = 100) -> list[int]:
+def conversations_awaiting_finalization(*, limit: int = 100) -> list[int]:
     """Closed, consented conversations that have no sample and no session-end judgement."""
     return list(
         Conversation.objects.filter(closed_at__isnull=False, train_consent=True)
@@ -305,8 +307,8 @@ def messages_rejudge(*, messages: Iterable[Message]) -> RejudgeRequest:
             skipped[message.pk] = reason
             continue
         queued.append(message.pk)
-        evidence = turn_evidence(message=message)
+        evidence = message_evidence(message=message)
         if judgement_exists(message_id=message.pk, fingerprint=evidence.fingerprint):
             unchanged.append(message.pk)
-    queue_judgement(message_ids=queued)
+    enqueue_each(Task.JUDGE_MESSAGE, queued)
     return RejudgeRequest(queued=queued, unchanged=unchanged, skipped=skipped)

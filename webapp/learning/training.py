@@ -8,8 +8,8 @@
   marked consumed only in the transaction that records the finished update. A crashed update
   leaves them ready; a redelivered task for a finished update trains nothing again, and only
   publishes the version if the worker died before it was published.
-- Publishing loads the adapter into every serving replica first; only then does the version
-  become live. Rollback is the same path for an older version.
+- An update whose task the broker refused stays QUEUED; the periodic sweep queues it again
+  (``training_updates_unqueued``), so it never blocks later updates through single flight.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +26,13 @@ from django.db import connection, transaction
 from django.db.models import Max, Min
 from django.utils import timezone
 
+from trainer.config import UpdateConfig
+from webapp.core.outbox import Task, enqueue
 from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.notify import push_learning_status
 from webapp.learning.selectors import policy_version_live
 
 TRAINING_LOCK_KEY = 0x5041524C  # "PARL": the advisory lock id for single-flight training
-
-
-class PublishFailed(RuntimeError):
-    """A serving replica refused the adapter; the version stays as it was."""
 
 
 @contextlib.contextmanager
@@ -51,8 +50,6 @@ def training_lock() -> Iterator[bool]:
 
 
 def update_config() -> dict[str, Any]:
-    from trainer.config import UpdateConfig
-
     overrides: dict[str, Any] = {"algorithm": settings.TRAIN_ALGORITHM}
     if settings.TRAIN_LR:
         overrides["lr"] = settings.TRAIN_LR
@@ -86,9 +83,7 @@ def training_update_maybe_queue(*, force: bool = False) -> TrainingUpdate | None
     update = TrainingUpdate.objects.create(
         algorithm=config["algorithm"], config=config, base_version=policy_version_live()
     )
-    from trainer.tasks.training import train_update
-
-    transaction.on_commit(lambda: train_update.delay(update.pk))
+    enqueue(Task.TRAIN_UPDATE, update.pk)
     return update
 
 
@@ -129,36 +124,38 @@ def training_update_unpublished(*, update_id: int) -> PolicyVersion | None:
     return version if live.number < version.number else None
 
 
-def batch_for_update(*, update: TrainingUpdate, tokenizer: Any) -> list[Any]:
-    """The update's samples as trainer.batch.TrainingSample (the sampled tokens as served)."""
-    from trainer.batch import TrainingSample, hinted_prompt_ids
+@dataclasses.dataclass(frozen=True)
+class SampleRow:
+    """One Sample as stored: the tokens serving sampled, and the hint and correction as text
+    (the trainer tokenises those with the base model's tokenizer)."""
 
+    prompt_messages: list[dict[str, Any]]
+    prompt_token_ids: list[int]
+    response_token_ids: list[int]
+    response_logprobs: list[float]
+    reward: float | None
+    hint: str | None
+    correction: str
+    group_id: str | None
+
+
+def batch_for_update(*, update: TrainingUpdate) -> list[SampleRow]:
+    """The update's claimed samples that have tokens, in id order."""
     samples = Sample.objects.filter(pk__in=update.summary.get("sample_ids", [])).order_by("pk")
-    batch = []
-    for sample in samples:
-        if not sample.prompt_token_ids or not sample.response_token_ids:
-            continue
-        hint = sample.hint or None
-        correction_ids = None
-        if sample.correction:
-            correction_ids = tokenizer.encode(sample.correction, add_special_tokens=False)
-            if tokenizer.eos_token_id is not None:
-                correction_ids.append(tokenizer.eos_token_id)
-        batch.append(
-            TrainingSample(
-                prompt_token_ids=list(sample.prompt_token_ids),
-                response_token_ids=list(sample.response_token_ids),
-                sampler_logprobs=[float(x) for x in sample.response_logprobs],
-                reward=sample.reward if sample.kind != Sample.Kind.OPD else None,
-                hint=hint,
-                teacher_prompt_token_ids=(
-                    hinted_prompt_ids(tokenizer, sample.prompt_messages, hint) if hint else None
-                ),
-                correction_token_ids=correction_ids,
-                group_id=sample.group_key or None,
-            )
+    return [
+        SampleRow(
+            prompt_messages=sample.prompt_messages,
+            prompt_token_ids=list(sample.prompt_token_ids),
+            response_token_ids=list(sample.response_token_ids),
+            response_logprobs=[float(x) for x in sample.response_logprobs],
+            reward=sample.reward if sample.kind != Sample.Kind.OPD else None,
+            hint=sample.hint or None,
+            correction=sample.correction,
+            group_id=sample.group_key or None,
         )
-    return batch
+        for sample in samples
+        if sample.prompt_token_ids and sample.response_token_ids
+    ]
 
 
 def training_update_record_step(*, update: TrainingUpdate, metrics: dict[str, Any]) -> None:
@@ -208,33 +205,24 @@ def training_update_fail(*, update_id: int, error: str) -> None:
     )
 
 
-def policy_version_publish(*, version: PolicyVersion) -> PolicyVersion:
-    """Load the version into every serving replica, then make it the live one.
+def training_updates_unqueued(*, older_than: timedelta) -> list[int]:
+    """Updates still QUEUED ``older_than`` after creation: their task was lost (broker down)
+    or is still waiting for a train worker. Queueing them again is safe: a second task for
+    the same update waits for the lock, then finds it finished and does nothing."""
+    return list(
+        TrainingUpdate.objects.filter(
+            status=TrainingUpdate.Status.QUEUED, created_at__lt=timezone.now() - older_than
+        )
+        .order_by("created_at")
+        .values_list("pk", flat=True)
+    )
 
-    Publishing never interrupts serving: vLLM keeps answering while an adapter loads, new
-    requests ask for the new adapter's name, and requests in flight finish on the one they
-    started with. If any replica refuses, nothing changes.
-    """
-    from trainer.publish import PublishError, push
 
-    if version.status == PolicyVersion.Status.REJECTED:
-        raise PublishFailed(f"{version.label} failed the probe gate and cannot be published")
-    if version.number != 0:
-        try:
-            push(
-                version.adapter_path,
-                lora_name=version.served_name(settings.PARLEY_MODEL_ID),
-                serving_urls=settings.VLLM_BASE_URLS,
-                timeout=60,
-            )
-        except PublishError as exc:
-            if "already" not in str(exc).lower():
-                raise PublishFailed(str(exc)) from exc
-    with transaction.atomic():
-        PolicyVersion.objects.select_for_update().filter(status=PolicyVersion.Status.LIVE).exclude(
-            pk=version.pk
-        ).update(status=PolicyVersion.Status.RETIRED)
-        version.status = PolicyVersion.Status.LIVE
-        version.published_at = timezone.now()
-        version.save(update_fields=["status", "published_at"])
-    return version
+def base_probe_cached() -> dict[str, float] | None:
+    """The base model's probe figures, measured once and kept on version 0 (None until then)."""
+    base = PolicyVersion.objects.get(number=0)
+    return base.probe_metrics if base.probe_metrics.get("probe_ppl") else None
+
+
+def base_probe_store(*, probe: dict[str, float]) -> None:
+    PolicyVersion.objects.filter(number=0).update(probe_metrics=probe)

@@ -178,14 +178,14 @@ def test_idle_sessions_close_so_their_last_turn_is_kept(key) -> None:
 
     from django.utils import timezone
 
-    from trainer.tasks.sessions import close_idle_sessions
+    from webapp.chat.tasks import close_idle_conversations
 
     idle = api_turn_record(key=key, session_id="idle", messages=[{"role": "user", "content": "q"}])
     busy = api_turn_record(key=key, session_id="busy", messages=[{"role": "user", "content": "q"}])
     Conversation.objects.filter(pk=idle.conversation.pk).update(
         last_activity_at=timezone.now() - timedelta(hours=2)
     )
-    assert close_idle_sessions() == 1
+    assert close_idle_conversations() == 1
     idle.conversation.refresh_from_db()
     busy.conversation.refresh_from_db()
     assert idle.conversation.closed_at is not None and busy.conversation.closed_at is None

@@ -22,7 +22,7 @@ def no_broker(monkeypatch):
     """Queued tasks are recorded instead of sent (the re-judge tests read them)."""
     sent: list[tuple[str, list]] = []
     monkeypatch.setattr(
-        "webapp.learning.triggers._send", lambda name, arg, queue="judge": sent.append((name, arg))
+        "webapp.core.outbox.send", lambda task, args: sent.append((str(task), *args))
     )
     return sent
 

@@ -14,7 +14,7 @@ from tests.webapp.dashboard.conftest import judged, sampled, turn
 from webapp.api.models import ApiKey
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
-from webapp.learning.services import turn_evidence
+from webapp.learning.services import message_evidence
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
@@ -222,15 +222,15 @@ def test_rejudge_queues_the_judge_and_says_which_evidence_is_unchanged(
     fresh = turn(alice, title="Fresh")
     seen = turn(alice, title="Seen")
     # The judgement of ``seen`` already covers its current evidence: re-judging keeps it.
-    judged(seen, fingerprint=turn_evidence(message=seen).fingerprint)
+    judged(seen, fingerprint=message_evidence(message=seen).fingerprint)
     side = turn(alice, title="Side")
     Message.objects.filter(pk=side.pk).update(turn_type="side")
     with django_capture_on_commit_callbacks(execute=True):
         response = _act(admin_client_, Message, "rejudge", [fresh, seen, side])
     assert sorted(no_broker) == sorted(
         [
-            ("trainer.tasks.judging.judge_message", fresh.pk),
-            ("trainer.tasks.judging.judge_message", seen.pk),
+            ("webapp.learning.tasks.judge_message", fresh.pk),
+            ("webapp.learning.tasks.judge_message", seen.pk),
         ]
     )
     notes = [str(m) for m in response.wsgi_request._messages]
@@ -244,7 +244,7 @@ def test_rejudge_from_judgements_queues_their_answers(
 ) -> None:
     with django_capture_on_commit_callbacks(execute=True):
         _act(admin_client_, Judgement, "rejudge", [chain.judgement])
-    assert no_broker == [("trainer.tasks.judging.judge_message", chain.answer.pk)]
+    assert no_broker == [("webapp.learning.tasks.judge_message", chain.answer.pk)]
 
 
 def test_roll_back_to_a_version_publishes_it(admin_client_, chain, monkeypatch) -> None:

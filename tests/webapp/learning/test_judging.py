@@ -9,36 +9,40 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from trainer.tasks import judging
 from webapp.chat import services
 from webapp.chat.models import Message
 from webapp.inference import ChoiceResult
 from webapp.learning.models import Judgement, PolicyVersion, Sample
 from webapp.learning.selectors import policy_version_live
+from webapp.learning.tasks import judge_message as judge_message_task
+from webapp.learning.workflows.judging import finalize_conversation, judge_message
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
 
-@pytest.fixture
-def judge(monkeypatch):
-    """A judge model that answers from a script and counts its calls."""
-    script = {
-        "votes": ["ok \\boxed{-1}", "\\boxed{-1}", "\\boxed{1}"],
-        "hints": [
+class ScriptedJudge:
+    """A judge model that answers from a script and records each prompt it was asked."""
+
+    model = "scripted"
+
+    def __init__(self) -> None:
+        self.votes = ["ok \\boxed{-1}", "\\boxed{-1}", "\\boxed{1}"]
+        self.hints = [
             "[HINT_START]Answer in one short sentence.[HINT_END]",
             "[HINT_START]ok[HINT_END]",
             "none",
-        ],
-    }
-    calls: list[list[dict]] = []
+        ]
+        self.calls: list[list[dict]] = []
 
-    def complete_n(endpoint, messages, n, *, batched=True):
-        calls.append(messages)
-        return script["hints" if "[HINT_START]" in messages[-1]["content"] else "votes"][:n]
+    def complete(self, messages: list[dict], n: int) -> list[str]:
+        self.calls.append(messages)
+        return (self.hints if "[HINT_START]" in messages[-1]["content"] else self.votes)[:n]
 
-    monkeypatch.setattr(judging, "complete_n", complete_n)
-    monkeypatch.setattr("webapp.learning.triggers._send", lambda *a: None)
-    return calls
+
+@pytest.fixture
+def judge(monkeypatch) -> ScriptedJudge:
+    monkeypatch.setattr("webapp.core.outbox.send", lambda *a: None)
+    return ScriptedJudge()
 
 
 @pytest.fixture
@@ -79,7 +83,7 @@ def _follow_up(answer: Message, text: str) -> Message:
 def test_a_thumbs_up_is_the_reward_without_asking_the_prm(judge, user) -> None:
     answer = _turn(user)
     services.feedback_set(message=answer, author=user, rating=1)
-    judging.judge_turn(answer.pk)
+    judge_message(answer.pk, judge=judge)
     judgement = Judgement.objects.get(message=answer)
     assert (judgement.source, judgement.score, judgement.votes) == ("feedback", 1, [])
     sample = Sample.objects.get(message=answer)
@@ -87,7 +91,7 @@ def test_a_thumbs_up_is_the_reward_without_asking_the_prm(judge, user) -> None:
     assert sample.response_token_ids == [7, 8] and sample.response_logprobs == [-1.0, -2.0]
     assert sample.prompt_token_ids == [1, 2, 3]
     assert sample.prompt_messages == [{"role": "user", "content": "What is 2+2?"}]
-    assert judge == []
+    assert judge.calls == []
 
 
 def test_a_thumbs_down_with_a_comment_is_a_combined_sample_with_the_users_hint(judge, user) -> None:
@@ -100,7 +104,7 @@ def test_a_thumbs_down_with_a_comment_is_a_combined_sample_with_the_users_hint(j
         tags=["not correct"],
         allowed_tags=["not correct"],
     )
-    judging.judge_turn(answer.pk)
+    judge_message(answer.pk, judge=judge)
     sample = Sample.objects.get(message=answer)
     assert (sample.kind, sample.reward) == ("combined", -1.0)
     assert sample.hint == "It is 4, be precise. (Reasons: not correct.)"
@@ -109,7 +113,7 @@ def test_a_thumbs_down_with_a_comment_is_a_combined_sample_with_the_users_hint(j
 def test_a_correction_alone_is_an_opd_sample_and_kept_for_supervision(judge, user) -> None:
     answer = _turn(user)
     services.feedback_set(message=answer, author=user, correction="2+2 = 4.")
-    judging.judge_turn(answer.pk)
+    judge_message(answer.pk, judge=judge)
     sample = Sample.objects.get(message=answer)
     assert sample.kind in ("opd", "combined") and sample.correction == "2+2 = 4."
 
@@ -117,13 +121,13 @@ def test_a_correction_alone_is_an_opd_sample_and_kept_for_supervision(judge, use
 def test_a_plain_follow_up_is_judged_by_majority_of_prm_votes(judge, user) -> None:
     answer = _turn(user)
     _follow_up(answer, "No, that's wrong. Try again.")
-    judging.judge_turn(answer.pk)
+    judge_message(answer.pk, judge=judge)
     judgement = Judgement.objects.get(message=answer)
     assert judgement.source == "prm" and judgement.score == -1
     assert [v["score"] for v in judgement.votes] == [-1, -1, 1]
     assert all(v["text"] for v in judgement.votes)
     assert judgement.hint == "Answer in one short sentence."
-    prm_prompt = judge[0][-1]["content"]
+    prm_prompt = judge.calls[0][-1]["content"]
     assert "What is 2+2?" in prm_prompt and "5" in prm_prompt and "No, that's wrong" in prm_prompt
     sample = Sample.objects.get(message=answer)
     assert (sample.kind, sample.reward, sample.hint) == (
@@ -134,17 +138,10 @@ def test_a_plain_follow_up_is_judged_by_majority_of_prm_votes(judge, user) -> No
 
 
 def test_a_tie_and_no_useful_hint_makes_no_sample(judge, user) -> None:
-    judge.clear()
     answer = _turn(user)
     _follow_up(answer, "hmm")
-    import trainer.tasks.judging as module
-
-    module.complete_n = lambda endpoint, messages, n, batched=True: [
-        "\\boxed{1}",
-        "\\boxed{-1}",
-        "no box",
-    ]
-    judging.judge_turn(answer.pk)
+    judge.votes = judge.hints = ["\\boxed{1}", "\\boxed{-1}", "no box"]
+    judge_message(answer.pk, judge=judge)
     assert Judgement.objects.get(message=answer).score == 0
     assert not Sample.objects.filter(message=answer).exists()
 
@@ -164,16 +161,16 @@ def test_turns_that_must_never_become_samples(judge, user, settings, case) -> No
         version=version,
     )
     services.feedback_set(message=answer, author=user, rating=1)
-    judging.judge_turn(answer.pk)
+    judge_message(answer.pk, judge=judge)
     assert not Sample.objects.filter(message=answer).exists()
 
 
 def test_a_redelivered_task_leaves_one_judgement_and_one_sample(judge, user) -> None:
     answer = _turn(user)
     _follow_up(answer, "Wrong.")
-    judging.judge_turn(answer.pk)
-    judging.judge_turn(answer.pk)
-    judging.judge_message.run(answer.pk)
+    judge_message(answer.pk, judge=judge)
+    judge_message(answer.pk, judge=judge)
+    judge_message_task.run(answer.pk)  # an unchanged answer: the judge is not asked
     assert Judgement.objects.filter(message=answer).count() == 1
     assert Sample.objects.filter(message=answer).count() == 1
 
@@ -181,9 +178,9 @@ def test_a_redelivered_task_leaves_one_judgement_and_one_sample(judge, user) -> 
 def test_changed_feedback_supersedes_the_ready_sample(judge, user) -> None:
     answer = _turn(user)
     services.feedback_set(message=answer, author=user, rating=1)
-    judging.judge_turn(answer.pk)
+    judge_message(answer.pk, judge=judge)
     services.feedback_set(message=answer, author=user, rating=-1)
-    judging.judge_turn(answer.pk)
+    judge_message(answer.pk, judge=judge)
     statuses = sorted(Sample.objects.filter(message=answer).values_list("reward", "status"))
     assert statuses == [(-1.0, "ready"), (1.0, "superseded")]
 
@@ -207,12 +204,12 @@ def test_a_closed_session_without_samples_keeps_its_last_turn(judge, user) -> No
         usage=None,
     )
     services.conversation_close(conversation=conversation)
-    judging.finalize_session.run(conversation.pk)
+    finalize_conversation(conversation.pk, judge=judge)
     sample = Sample.objects.get(message__conversation=conversation)
     assert sample.message == last
     assert sample.judgement.source == "session_end"
-    assert "ended the conversation" in judge[0][-1]["content"]
-    judging.finalize_session.run(conversation.pk)
+    assert "ended the conversation" in judge.calls[0][-1]["content"]
+    finalize_conversation(conversation.pk, judge=judge)
     assert Sample.objects.filter(message__conversation=conversation).count() == 1
 
 
@@ -221,37 +218,37 @@ def test_feedback_and_next_states_queue_the_judge_after_commit(
 ) -> None:
     sent: list[tuple[str, int]] = []
     monkeypatch.setattr(
-        "webapp.learning.triggers._send", lambda name, arg, queue="judge": sent.append((name, arg))
+        "webapp.core.outbox.send", lambda task, args: sent.append((str(task), *args))
     )
     answer = _turn(user)
     with django_capture_on_commit_callbacks(execute=True):
         services.feedback_set(message=answer, author=user, rating=1)
-    assert sent == [("trainer.tasks.judging.judge_message", answer.pk)]
+    assert sent == [("webapp.learning.tasks.judge_message", answer.pk)]
     with django_capture_on_commit_callbacks(execute=True):
         _follow_up(answer, "thanks")
-    assert sent[-1] == ("trainer.tasks.judging.judge_message", answer.pk)
+    assert sent[-1] == ("webapp.learning.tasks.judge_message", answer.pk)
     with django_capture_on_commit_callbacks(execute=True):
         services.conversation_close(conversation=answer.conversation)
-    assert sent[-1] == ("trainer.tasks.judging.finalize_session", answer.conversation.pk)
+    assert sent[-1] == ("webapp.chat.tasks.finalize_conversation", answer.conversation.pk)
     with django_capture_on_commit_callbacks(execute=False) as pending:
         services.feedback_set(message=answer, author=user, rating=-1)
     assert len(pending) == 1 and len(sent) == 3  # nothing is sent before the commit
 
 
 def test_the_sweep_finds_turns_that_were_never_queued(judge, user) -> None:
-    from webapp.learning.services import turns_awaiting_judgement
+    from webapp.learning.services import messages_awaiting_judgement
 
     answer = _turn(user)
     _follow_up(answer, "ok then")
-    assert turns_awaiting_judgement() == [answer.pk]
-    judging.judge_turn(answer.pk)
-    assert turns_awaiting_judgement() == []
+    assert messages_awaiting_judgement() == [answer.pk]
+    judge_message(answer.pk, judge=judge)
+    assert messages_awaiting_judgement() == []
 
 
 def test_export_jsonl_writes_conversations_judgements_and_samples(judge, user, tmp_path) -> None:
     answer = _turn(user)
     services.feedback_set(message=answer, author=user, rating=1, comment="Great, thanks a lot!")
-    judging.judge_turn(answer.pk)
+    judge_message(answer.pk, judge=judge)
     out = tmp_path / "export.jsonl"
     call_command("export_jsonl", "--out", str(out), stderr=StringIO())
     records = [json.loads(line) for line in out.read_text().splitlines()]
@@ -266,7 +263,7 @@ def test_the_learning_status_says_what_became_of_an_answer(judge, user) -> None:
     answer = _turn(user)
     assert learning_status(message_id=answer.pk) == ""
     services.feedback_set(message=answer, author=user, rating=-1, comment="Be precise: it is 4.")
-    judging.judge_turn(answer.pk)
+    judge_message(answer.pk, judge=judge)
     assert learning_status(message_id=answer.pk) == "judged -1 · hint taken"
     sample = Sample.objects.get(message=answer)
     version = PolicyVersion.objects.create(number=3, status="candidate", adapter_path="/x")
@@ -285,7 +282,7 @@ def test_judging_pushes_the_status_to_open_chat_pages(
     answer = _turn(user)
     services.feedback_set(message=answer, author=user, rating=1)
     with django_capture_on_commit_callbacks(execute=True):
-        judging.judge_turn(answer.pk)
+        judge_message(answer.pk, judge=judge)
     assert pushed == [(answer.conversation_id, answer.pk)]
 
 
@@ -293,7 +290,7 @@ def test_a_rated_answer_in_a_closed_session_is_judged_once(judge, user) -> None:
     answer = _turn(user)
     services.feedback_set(message=answer, author=user, rating=-1, comment="Start with 'Sure!'")
     services.conversation_close(conversation=answer.conversation)
-    judging.judge_turn(answer.pk)
-    judging.finalize_session.run(answer.conversation_id)
+    judge_message(answer.pk, judge=judge)
+    finalize_conversation(answer.conversation_id, judge=judge)
     assert Judgement.objects.filter(message=answer).count() == 1
     assert Sample.objects.filter(message=answer).count() == 1

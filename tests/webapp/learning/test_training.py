@@ -5,33 +5,43 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from trainer.publish import PublishError
 from webapp.chat import services
+from webapp.core.outbox import Task
 from webapp.inference import ChoiceResult
 from webapp.learning import training
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.selectors import policy_version_live
+from webapp.learning.workflows.publishing import PublishFailed, policy_version_publish
+from webapp.learning.workflows.training import TrainingBusy, TrainJob, TrainResult, train_update
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
 
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch):
+    """The ids of queued train_update tasks (other tasks are dropped)."""
     queued: list[int] = []
-    monkeypatch.setattr("webapp.learning.triggers._send", lambda *a, **k: None)
-    monkeypatch.setattr("trainer.tasks.training.train_update.delay", queued.append)
+
+    def send(task, args):
+        if task == Task.TRAIN_UPDATE:
+            queued.extend(args)
+
+    monkeypatch.setattr("webapp.core.outbox.send", send)
     return queued
 
 
-@pytest.fixture
-def pushed(monkeypatch):
-    calls: list[dict] = []
+class FakePush(list):
+    """An adapter push that records each call and loads nothing."""
 
-    def push(adapter_dir, *, lora_name, serving_urls, timeout=30.0):
-        calls.append({"dir": str(adapter_dir), "name": lora_name, "urls": list(serving_urls)})
+    def __call__(self, adapter_dir, *, lora_name, serving_urls, timeout=30.0):
+        self.append({"dir": str(adapter_dir), "name": lora_name, "urls": list(serving_urls)})
         return [{"replica": u, "status": 200} for u in serving_urls]
 
-    monkeypatch.setattr("trainer.publish.push", push)
-    return calls
+
+@pytest.fixture
+def pushed() -> FakePush:
+    return FakePush()
 
 
 def _samples(n: int) -> list[Sample]:
@@ -142,7 +152,7 @@ def test_a_version_left_unpublished_by_a_dead_worker_is_published_on_redelivery(
     )
     # The worker died here, before publishing: the redelivered task finds the candidate.
     assert training.training_update_unpublished(update_id=update.pk) == version
-    training.policy_version_publish(version=version)
+    policy_version_publish(version=version, push=pushed)
     assert training.training_update_unpublished(update_id=update.pk) is None  # live now
     assert len(pushed) == 1
 
@@ -156,7 +166,7 @@ def test_a_leftover_candidate_never_replaces_a_newer_live_version(tmp_path, push
         update=older, summary={}, adapter_dir=tmp_path, probe={}, passed=True, reasons=[]
     )
     newer = PolicyVersion.objects.create(number=2, adapter_path=str(tmp_path))
-    training.policy_version_publish(version=newer)
+    policy_version_publish(version=newer, push=pushed)
     assert training.training_update_unpublished(update_id=older.pk) is None
     assert policy_version_live() == newer
 
@@ -176,8 +186,8 @@ def test_a_candidate_that_fails_the_gate_is_recorded_not_published(tmp_path, pus
     )
     assert version.status == "rejected"
     assert TrainingUpdate.objects.get(pk=update.pk).status == "rejected"
-    with pytest.raises(training.PublishFailed):
-        training.policy_version_publish(version=version)
+    with pytest.raises(PublishFailed):
+        policy_version_publish(version=version, push=pushed)
     assert pushed == [] and policy_version_live().number == 0
 
 
@@ -191,27 +201,24 @@ def test_publish_loads_every_replica_then_goes_live_and_rollback_uses_the_same_p
     v2 = PolicyVersion.objects.create(
         number=2, adapter_path=str(tmp_path / "v2"), status="candidate"
     )
-    training.policy_version_publish(version=v1)
-    training.policy_version_publish(version=v2)
+    policy_version_publish(version=v1, push=pushed)
+    policy_version_publish(version=v2, push=pushed)
     assert [c["name"] for c in pushed] == ["parley-v1", "parley-v2"]
     assert pushed[0]["urls"] == settings.VLLM_BASE_URLS
     assert policy_version_live() == v2
-    training.policy_version_publish(version=v1)  # rollback
+    policy_version_publish(version=v1, push=pushed)  # rollback
     assert policy_version_live() == v1
     assert PolicyVersion.objects.get(pk=v2.pk).status == "retired"
     assert PolicyVersion.objects.filter(status="live").count() == 1
 
 
-def test_a_refusing_replica_publishes_nothing(settings, tmp_path, monkeypatch) -> None:
-    from trainer.publish import PublishError
-
+def test_a_refusing_replica_publishes_nothing(settings, tmp_path) -> None:
     def refuse(*a, **k):
         raise PublishError("http://b:2/v1", "answered 500")
 
-    monkeypatch.setattr("trainer.publish.push", refuse)
     v1 = PolicyVersion.objects.create(number=1, adapter_path=str(tmp_path), status="candidate")
-    with pytest.raises(training.PublishFailed, match="b:2"):
-        training.policy_version_publish(version=v1)
+    with pytest.raises(PublishFailed, match="b:2"):
+        policy_version_publish(version=v1, push=refuse)
     assert policy_version_live().number == 0
 
 
@@ -227,3 +234,85 @@ def test_the_training_lock_is_single_flight() -> None:
                 assert cursor.fetchone()[0] is False
         finally:
             other.close()
+
+
+class FakeRun:
+    """A trainer that writes an empty adapter, records one step and reports a gate result."""
+
+    def __init__(self, *, passed: bool = True, error: str = "") -> None:
+        self.passed, self.error = passed, error
+        self.jobs: list[TrainJob] = []
+
+    def __call__(self, job: TrainJob, *, record_step) -> TrainResult:
+        self.jobs.append(job)
+        if self.error:
+            raise RuntimeError(self.error)
+        job.out_dir.mkdir(parents=True)
+        (job.out_dir / "adapter_config.json").write_text("{}")
+        record_step({"step": 0, "loss": 0.5})
+        return TrainResult(
+            summary={"loss": 0.4, "done": True},
+            probe={"probe_kl": 0.01, "probe_ppl": 10.0},
+            base_probe={"probe_ppl": 9.9},
+            passed=self.passed,
+            reasons=[] if self.passed else ["probe KL 9.0 > 0.5"],
+        )
+
+
+def test_train_update_trains_gates_and_publishes_once(settings, tmp_path, pushed) -> None:
+    settings.ADAPTERS_DIR, settings.TRAIN_BATCH_SIZE = tmp_path, 2
+    _samples(3)
+    update = training.training_update_maybe_queue(force=True)
+    run = FakeRun()
+    assert train_update(update.pk, run=run, push=pushed) == 1
+    (job,) = run.jobs
+    assert [row.response_token_ids for row in job.samples] == [[5, 6], [5, 6]]
+    assert job.base_probe is None and job.init_adapter_dir is None
+    update.refresh_from_db()
+    assert update.status == "done" and update.metrics == [{"step": 0, "loss": 0.5}]
+    assert update.summary["loss"] == 0.4 and update.summary["gate"]["passed"] is True
+    assert policy_version_live().number == 1 and [c["name"] for c in pushed] == ["parley-v1"]
+    assert PolicyVersion.objects.get(number=0).probe_metrics == {"probe_ppl": 9.9}
+    assert Sample.objects.filter(status="consumed").count() == 2
+    # A redelivered task trains nothing again and publishes nothing again.
+    assert train_update(update.pk, run=run, push=pushed) is None
+    assert len(run.jobs) == 1 and len(pushed) == 1
+
+
+def test_a_failed_training_run_marks_the_update_failed_and_keeps_its_samples(
+    settings, tmp_path, pushed
+) -> None:
+    settings.ADAPTERS_DIR = tmp_path
+    _samples(2)
+    update = training.training_update_maybe_queue(force=True)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        train_update(update.pk, run=FakeRun(error="out of memory"), push=pushed)
+    update.refresh_from_db()
+    assert update.status == "failed" and "out of memory" in update.error
+    assert Sample.objects.filter(status="ready").count() == 2 and pushed == []
+
+
+def test_a_candidate_the_gate_rejects_is_not_published(settings, tmp_path, pushed) -> None:
+    settings.ADAPTERS_DIR = tmp_path
+    _samples(1)
+    update = training.training_update_maybe_queue(force=True)
+    assert train_update(update.pk, run=FakeRun(passed=False), push=pushed) == 1
+    assert TrainingUpdate.objects.get(pk=update.pk).status == "rejected"
+    assert pushed == [] and policy_version_live().number == 0
+
+
+def test_train_update_waits_while_another_update_holds_the_lock(pushed) -> None:
+    from django.db import connections
+
+    _samples(1)
+    update = training.training_update_maybe_queue(force=True)
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)", [training.TRAINING_LOCK_KEY])
+        run = FakeRun()
+        with pytest.raises(TrainingBusy):
+            train_update(update.pk, run=run, push=pushed)
+        assert run.jobs == [] and TrainingUpdate.objects.get(pk=update.pk).status == "queued"
+    finally:
+        other.close()

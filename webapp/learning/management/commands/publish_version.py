@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from webapp.learning.models import PolicyVersion
-from webapp.learning.training import PublishFailed, policy_version_publish
+from webapp.learning.workflows.publishing import PublishFailed, policy_version_publish
 
 
 class Command(BaseCommand):

@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import socket
 
+from celery import Task as CeleryTask
 from celery import shared_task
 
+from webapp.core.outbox import Task
 
-@shared_task(name="trainer.tasks.health.ping", bind=True)
-def ping(self, payload: str = "ping") -> dict[str, object]:  # noqa: ANN001 - Celery's bound task
+
+@shared_task(name=Task.PING, bind=True)
+def ping(self: CeleryTask, payload: str = "ping") -> dict[str, object]:
     """Echo the payload with who answered and from which queue."""
     info = self.request.delivery_info or {}
     return {

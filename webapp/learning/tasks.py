@@ -1,0 +1,53 @@
+"""Celery entry points of the learning loop (found by autodiscovery); each calls one workflow.
+
+Judging runs on queue ``judge``; ``maybe_train`` and ``train_update`` on queue ``train`` (one
+worker, concurrency 1). Routes are in webapp/celery.py, names in webapp.core.outbox.Task.
+"""
+
+from __future__ import annotations
+
+from celery import Task as CeleryTask
+from celery import shared_task
+
+from trainer.judge_client import JudgeUnavailable
+from webapp.core.outbox import Task
+from webapp.learning.workflows import judging, recovery, training
+
+JUDGE_RETRY = {
+    "bind": True,
+    "max_retries": 10,
+    "autoretry_for": (JudgeUnavailable,),
+    "retry_backoff": 5,
+    "retry_backoff_max": 120,
+}
+"""Judge tasks retry with backoff while the judge model is unreachable."""
+
+
+@shared_task(name=Task.JUDGE_MESSAGE, **JUDGE_RETRY)
+def judge_message(self: CeleryTask, message_id: int) -> int | None:
+    """An answer got its next state, or feedback: judge it."""
+    return judging.judge_message(message_id, judge=judging.judge_from_settings())
+
+
+@shared_task(name=Task.REQUEUE_PENDING)
+def requeue_pending() -> dict[str, int]:
+    """Periodic sweep: queue whatever a broker outage kept from being queued."""
+    return recovery.requeue_pending()
+
+
+@shared_task(name=Task.MAYBE_TRAIN)
+def maybe_train() -> int | None:
+    """Queue an update if enough samples are ready (after judging, and periodically)."""
+    return training.maybe_train()
+
+
+@shared_task(name=Task.TRAIN_UPDATE, bind=True, acks_late=True, max_retries=None)
+def train_update(self: CeleryTask, update_id: int) -> int | None:
+    """Train, gate and publish one update; returns the new version number."""
+    # torch and transformers load here, in the train worker only, never in web or judge.
+    from webapp.learning.workflows.trainer_run import train_and_gate
+
+    try:
+        return training.train_update(update_id, run=train_and_gate)
+    except training.TrainingBusy as busy:
+        raise self.retry(countdown=15) from busy

@@ -1,0 +1,65 @@
+"""Publishing a PolicyVersion: load its adapter into every serving replica, then make it live.
+
+Publishing never interrupts serving: vLLM keeps answering while an adapter loads, new requests
+ask for the new adapter's name, and requests in flight finish on the one they started with. If
+any replica refuses, nothing changes. Rollback is the same path for an older version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from trainer import publish
+from webapp.learning.models import PolicyVersion
+
+
+class PublishFailed(RuntimeError):
+    """A serving replica refused the adapter; the version stays as it was."""
+
+
+class AdapterPush(Protocol):
+    """Loads an adapter folder into every replica under ``lora_name`` (trainer.publish.push)."""
+
+    def __call__(
+        self,
+        adapter_dir: str | Path,
+        *,
+        lora_name: str,
+        serving_urls: Sequence[str],
+        timeout: float = ...,
+    ) -> list[dict[str, Any]]: ...
+
+
+def policy_version_publish(
+    *, version: PolicyVersion, push: AdapterPush | None = None
+) -> PolicyVersion:
+    """Load the version into every serving replica (``push``, the real one by default), then
+    make it the live one; PublishFailed when it failed the gate or a replica refused it."""
+    push = publish.push if push is None else push
+    if version.status == PolicyVersion.Status.REJECTED:
+        raise PublishFailed(f"{version.label} failed the probe gate and cannot be published")
+    if version.number != 0:
+        try:
+            push(
+                version.adapter_path,
+                lora_name=version.served_name(settings.PARLEY_MODEL_ID),
+                serving_urls=settings.VLLM_BASE_URLS,
+                timeout=60,
+            )
+        except publish.PublishError as exc:
+            if "already" not in str(exc).lower():
+                raise PublishFailed(str(exc)) from exc
+    with transaction.atomic():
+        PolicyVersion.objects.select_for_update().filter(status=PolicyVersion.Status.LIVE).exclude(
+            pk=version.pk
+        ).update(status=PolicyVersion.Status.RETIRED)
+        version.status = PolicyVersion.Status.LIVE
+        version.published_at = timezone.now()
+        version.save(update_fields=["status", "published_at"])
+    return version
