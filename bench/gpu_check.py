@@ -255,11 +255,11 @@ def training_samples(
     tokenizer: Any, messages: list[dict[str, str]], result: ChatResult
 ) -> list[Any]:
     """One GRPO group of the sampled choices (rewards +1/−1 alternating), the first hinted."""
-    from trainer.batch import TrainingSample, hinted_prompt_ids
+    from trainer.batch import Sample, hinted_prompt_ids
 
     teacher_ids = hinted_prompt_ids(tokenizer, messages, HINT)
     return [
-        TrainingSample(
+        Sample(
             prompt_token_ids=result.prompt_token_ids,
             response_token_ids=choice.token_ids,
             sampler_logprobs=choice.logprobs,

@@ -29,6 +29,7 @@ import openai
 
 from bench.common import ROOT, RunningSystem, record, running_system
 from bench.preferences import Preference, load_preferences, load_prompts
+from trainer.algorithms import ALGORITHMS
 
 
 @dataclass
@@ -241,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--name", default="starts-with-sure", help="which preference of the file")
     parser.add_argument("--prompts", type=Path, default=ROOT / "bench" / "data" / "prompts.json")
-    parser.add_argument("--algorithm", choices=["rl", "opd", "combined"], default="combined")
+    parser.add_argument("--algorithm", choices=list(ALGORITHMS), default="combined")
     parser.add_argument(
         "--feedback", choices=["thumbs", "comments", "corrections"], default="corrections"
     )

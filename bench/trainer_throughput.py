@@ -47,7 +47,7 @@ def _batch() -> list[Any]:
     import torch
     from transformers import AutoTokenizer
 
-    from trainer.batch import TrainingSample, chat_prompt_ids, collate
+    from trainer.batch import Sample, chat_prompt_ids, collate
     from trainer.config import UpdateConfig
     from trainer.policy import load_policy, token_logprobs
     from trainer.probes import PROBE_TEXT
@@ -69,7 +69,7 @@ def _batch() -> list[Any]:
             batch.target_mask_B_T,
         )
     return [
-        TrainingSample(
+        Sample(
             prompt,
             response,
             logp_B_T[row, len(prompt) : len(prompt) + len(response)].tolist(),

@@ -9,17 +9,16 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from trainer.batch import TrainingSample
+from trainer.algorithms import ALGORITHMS
+from trainer.batch import Sample
 from trainer.config import UpdateConfig
 from trainer.losses import group_advantages, opd_advantages, running_baseline_advantages
 
 # Which signals each algorithm uses: (reward advantage, teacher − old advantage).
-ALGORITHM_SIGNALS = {"rl": (True, False), "opd": (False, True), "combined": (True, True)}
+ALGORITHM_SIGNALS = {name: (a.uses_reward, a.uses_hint) for name, a in ALGORITHMS.items()}
 
 
-def reward_advantages(
-    config: UpdateConfig, samples: list[TrainingSample]
-) -> tuple[list[float], float]:
+def reward_advantages(config: UpdateConfig, samples: list[Sample]) -> tuple[list[float], float]:
     """Advantage from the reward for each sample (0 without a reward) and the new baseline."""
     advantages = [0.0] * len(samples)
     groups: dict[str, list[int]] = {}

@@ -1,8 +1,11 @@
 """Training samples as plain dataclasses, and their collation into padded tensors.
 
-The caller (a Celery task) turns database rows into ``TrainingSample``s; nothing here knows
-about Django. Tokens are the ones serving sampled, never a re-tokenised copy of the text: the
-only tokenisation done here is of prompts the caller builds (the hinted teacher prompt).
+The caller (webapp's training workflow) turns database rows into ``Sample``s; nothing here
+knows about Django. ``Sample`` is the trainer's view of the same domain noun as the stored
+``webapp.learning.models.Sample``: the tokens, reward and hint of one judged answer.
+
+Tokens are the ones serving sampled, never a re-tokenised copy of the text: the only
+tokenisation done here is of prompts the caller builds (the hinted teacher prompt).
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ HINT_PREFIX = "\n\n[Hint] "
 
 
 @dataclass(frozen=True)
-class TrainingSample:
+class Sample:
+    """One judged answer as the trainer sees it: token ids, sampler log-probs and signals."""
+
     prompt_token_ids: list[int]
     """The prompt exactly as serving tokenised it (chat template, generation prompt included)."""
 

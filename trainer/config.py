@@ -10,7 +10,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Algorithm = Literal["rl", "opd", "combined"]
+from trainer.algorithms import algorithm_get
+
 OldLogpSource = Literal["recompute", "sampler"]
 Teacher = Literal["base", "policy"]
 
@@ -23,11 +24,11 @@ VLLM_LORA_MODULES = frozenset(
 
 @dataclass(frozen=True)
 class UpdateConfig:
-    algorithm: Algorithm = "combined"
-    """Which signal trains the policy: "rl" (reward as advantage), "opd" (teacher − student
-    log-probs per token, teacher = the model with the hint in its prompt) or "combined"
-    (w_rl·reward + w_opd·(teacher − old)). Samples lacking the chosen signal add no policy
-    gradient; corrections are trained under every algorithm."""
+    algorithm: str = "combined"
+    """Which signal trains the policy, a name in trainer.algorithms.ALGORITHMS: "rl" (reward as
+    advantage), "opd" (teacher − student log-probs per token, teacher = the model with the hint
+    in its prompt) or "combined" (w_rl·reward + w_opd·(teacher − old)). Samples lacking the
+    chosen signal add no policy gradient; corrections are trained under every algorithm."""
 
     lr: float = 3e-4
     """AdamW learning rate for the LoRA parameters, well above the 1e-5 usual for full
@@ -118,8 +119,7 @@ class UpdateConfig:
         unsupported = set(self.target_modules) - VLLM_LORA_MODULES
         if unsupported:
             raise ValueError(f"vLLM cannot serve LoRA on {sorted(unsupported)}")
-        if self.algorithm not in ("rl", "opd", "combined"):
-            raise ValueError(f"unknown algorithm {self.algorithm!r}")
+        algorithm_get(self.algorithm)  # ValueError naming the known algorithms
         if self.old_logp_source not in ("recompute", "sampler"):
             raise ValueError(f"unknown old_logp_source {self.old_logp_source!r}")
         if self.teacher not in ("base", "policy"):

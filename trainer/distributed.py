@@ -31,7 +31,7 @@ from typing import Any, Literal
 import torch
 import torch.distributed as dist
 
-from trainer.batch import TrainingSample
+from trainer.batch import Sample
 from trainer.config import UpdateConfig, config_from_dict
 from trainer.update import World, run_update
 
@@ -48,7 +48,7 @@ class UpdateRequest:
     """``run_update``'s arguments, as every rank reads them from the request file."""
 
     config: UpdateConfig
-    samples: list[TrainingSample]
+    samples: list[Sample]
     base_model_dir: str
     init_adapter_dir: str | None
     out_adapter_dir: str
@@ -58,7 +58,7 @@ def write_request(
     path: str | Path,
     *,
     config: UpdateConfig,
-    samples: list[TrainingSample],
+    samples: list[Sample],
     base_model_dir: str | Path,
     init_adapter_dir: str | Path | None,
     out_adapter_dir: str | Path,
@@ -81,7 +81,7 @@ def read_request(path: str | Path) -> UpdateRequest:
     values = json.loads(Path(path).read_text())
     return UpdateRequest(
         config=config_from_dict(values["config"]),
-        samples=[TrainingSample(**sample) for sample in values["samples"]],
+        samples=[Sample(**sample) for sample in values["samples"]],
         base_model_dir=values["base_model_dir"],
         init_adapter_dir=values["init_adapter_dir"],
         out_adapter_dir=values["out_adapter_dir"],
@@ -155,7 +155,7 @@ def parse_metrics_line(line: str) -> dict[str, Any] | None:
 
 def run_update_launched(
     config: UpdateConfig,
-    samples: list[TrainingSample],
+    samples: list[Sample],
     *,
     base_model_dir: str | Path,
     init_adapter_dir: str | Path | None,

@@ -37,7 +37,8 @@ import torch.distributed as dist
 from torch import Tensor
 
 from trainer.advantages import ALGORITHM_SIGNALS, reward_advantages, token_advantages
-from trainer.batch import Batch, TrainingSample, collate, micro_batches, move_targets
+from trainer.batch import Batch, collate, micro_batches, move_targets
+from trainer.batch import Sample as TrainingSample  # renamed in trainer/batch.py
 from trainer.config import UpdateConfig
 from trainer.losses import (
     kl_k3,

@@ -16,16 +16,20 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 import redis as redis_py
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from webapp.celery import app
 from webapp.chat import services
-from webapp.chat.models import Feedback
+from webapp.chat.models import Feedback, Message
 from webapp.inference import ChoiceResult
 from webapp.infra.embedded import EmbeddedRedis
+from webapp.learning import training
+from webapp.learning.models import Judgement, Sample, TrainingUpdate
 from webapp.learning.selectors import policy_version_live
 from webapp.learning.services import messages_awaiting_judgement
 from webapp.learning.workflows.recovery import requeue_pending
@@ -95,9 +99,8 @@ def test_a_queued_task_survives_redis_being_killed(broker) -> None:
     assert _tasks(broker) == [(JUDGE, [42])]
 
 
-@pytest.mark.django_db(transaction=True)
-def test_with_the_broker_down_feedback_is_stored_and_the_sweep_queues_it_later(broker) -> None:
-    user = get_user_model().objects.create_user("erin")
+def _answer(user) -> Message:
+    """A finished answer to "2+2?" in a new conversation of ``user``."""
     conversation = services.conversation_create(owner=user)
     question = services.user_message_send(conversation=conversation, content="2+2?")
     version = policy_version_live()
@@ -108,12 +111,18 @@ def test_with_the_broker_down_feedback_is_stored_and_the_sweep_queues_it_later(b
         served_model=version.served_name("parley"),
         sampling_params={},
     )
-    answer = services.assistant_message_finish(
+    return services.assistant_message_finish(
         message=answer,
         result=ChoiceResult(content="5", token_ids=[1], token_logprobs=[-0.1]),
         prompt_token_ids=[1],
         usage={},
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_the_broker_down_feedback_is_stored_and_the_sweep_queues_it_later(broker) -> None:
+    user = get_user_model().objects.create_user("erin")
+    answer = _answer(user)
     broker.stop()
     started = time.monotonic()
     services.feedback_set(message=answer, author=user, rating=-1, comment="It is four, not five.")
@@ -130,38 +139,18 @@ def test_with_the_broker_down_feedback_is_stored_and_the_sweep_queues_it_later(b
 
 
 @pytest.mark.django_db(transaction=True)
-def test_with_the_broker_down_a_queued_update_is_not_lost_and_blocks_nothing(
+def test_with_the_broker_down_a_queued_update_is_not_lost_and_the_sweep_queues_it_again(
     broker, settings
 ) -> None:
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from webapp.learning import training
-    from webapp.learning.models import Judgement, Sample, TrainingUpdate
-
     settings.TRAIN_BATCH_SIZE = 1
-    user = get_user_model().objects.create_user("fred")
-    conversation = services.conversation_create(owner=user)
-    question = services.user_message_send(conversation=conversation, content="2+2?")
-    answer = services.assistant_message_finish(
-        message=services.assistant_message_start(
-            conversation=conversation,
-            parent=question,
-            policy_version=policy_version_live(),
-            served_model="base",
-            sampling_params={},
-        ),
-        result=ChoiceResult(content="4", token_ids=[1], token_logprobs=[-0.1]),
-        prompt_token_ids=[1],
-        usage={},
-    )
+    answer = _answer(get_user_model().objects.create_user("fred"))
     judgement = Judgement.objects.create(message=answer, fingerprint="f", source="feedback")
     Sample.objects.create(message=answer, judgement=judgement, kind="rl", reward=1.0)
     broker.stop()
     update = training.training_update_maybe_queue()  # its task cannot reach the broker
     assert update is not None
     assert TrainingUpdate.objects.get().status == "queued"  # the work is still recorded
+    assert training.training_update_maybe_queue(force=True) is None  # and holds single flight
 
     broker.start()
     assert _tasks(broker, "train") == []

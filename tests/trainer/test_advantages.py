@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from trainer.advantages import reward_advantages, token_advantages
-from trainer.batch import TrainingSample
+from trainer.batch import Sample
 from trainer.config import UpdateConfig
 
 
-def _sample(reward: float | None, group: str | None = None) -> TrainingSample:
-    return TrainingSample([1], [2, 3], [-1.0, -1.0], reward=reward, group_id=group)
+def _sample(reward: float | None, group: str | None = None) -> Sample:
+    return Sample([1], [2, 3], [-1.0, -1.0], reward=reward, group_id=group)
 
 
 def test_siblings_in_a_group_are_normalised_and_singles_keep_their_reward() -> None:

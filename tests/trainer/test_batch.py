@@ -10,7 +10,7 @@ from transformers import AutoTokenizer
 
 from trainer.batch import (
     HINT_PREFIX,
-    TrainingSample,
+    Sample,
     chat_prompt_ids,
     collate,
     hinted_messages,
@@ -46,9 +46,9 @@ def test_move_targets_puts_teacher_values_at_the_student_positions() -> None:
 
 def test_a_sample_needs_one_sampler_logprob_per_response_token() -> None:
     with pytest.raises(ValueError, match="log-probs"):
-        TrainingSample([1, 2], [3, 4], [-1.0])
+        Sample([1, 2], [3, 4], [-1.0])
     with pytest.raises(ValueError, match="teacher_prompt_token_ids"):
-        TrainingSample([1, 2], [3], [-1.0], hint="be brief")
+        Sample([1, 2], [3], [-1.0], hint="be brief")
 
 
 def test_the_hint_goes_to_the_last_user_message_only() -> None:

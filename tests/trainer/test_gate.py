@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer.batch import TrainingSample
+from trainer.batch import Sample
 from trainer.config import UpdateConfig
 from trainer.gate import gate_decision, probe_metrics
 from trainer.probes import PROBE_PROMPTS, PROBE_TEXT
@@ -56,7 +56,7 @@ def test_probe_kl_is_zero_for_the_base_and_positive_after_training(
 ) -> None:
     prompt = list(range(10, 30))
     samples = [
-        TrainingSample(prompt, [40 + i, 50 + i, 60 + i], [-5.0, -5.0, -5.0], reward=r)
+        Sample(prompt, [40 + i, 50 + i, 60 + i], [-5.0, -5.0, -5.0], reward=r)
         for i, r in enumerate([1.0, -1.0, 1.0, -1.0])
     ]
     *_, summary = run_update(

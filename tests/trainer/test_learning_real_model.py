@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer
 
-from trainer.batch import TrainingSample, chat_prompt_ids, collate, hinted_prompt_ids
+from trainer.batch import Sample, chat_prompt_ids, collate, hinted_prompt_ids
 from trainer.config import UpdateConfig
 from trainer.policy import load_policy, token_logprobs
 from trainer.update import run_update
@@ -76,7 +76,7 @@ def _opening_logp(model: torch.nn.Module, tokenizer, prompts: list[str], hint: s
     return float(logp_B_T.sum()) / len(prompts)
 
 
-def _samples(model: torch.nn.Module, tokenizer) -> list[TrainingSample]:
+def _samples(model: torch.nn.Module, tokenizer) -> list[Sample]:
     """Half the answers open with "Sure!" (+1); the rest don't (−1) and carry the hint.
 
     The sampler's log-probs are the base model's own plus N(0, 0.02²) noise, standing in for
@@ -100,7 +100,7 @@ def _samples(model: torch.nn.Module, tokenizer) -> list[TrainingSample]:
         exact = logp_B_T[row, start : start + len(response)]
         noisy = exact + 0.02 * torch.randn(len(response), generator=generator)
         samples.append(
-            TrainingSample(
+            Sample(
                 prompt_token_ids=prompt,
                 response_token_ids=response,
                 sampler_logprobs=noisy.tolist(),

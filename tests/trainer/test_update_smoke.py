@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
-from trainer.batch import TrainingSample, chat_prompt_ids, hinted_prompt_ids
+from trainer.batch import Sample, chat_prompt_ids, hinted_prompt_ids
 from trainer.config import UpdateConfig
 from trainer.policy import load_policy, token_logprobs
 from trainer.update import run_update
@@ -33,7 +33,7 @@ STEP_KEYS = {
 }
 
 
-def _samples(model_dir: Path) -> list[TrainingSample]:
+def _samples(model_dir: Path) -> list[Sample]:
     """Eight samples covering RL, OPD, both, a GRPO group and a correction."""
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     generator = torch.Generator().manual_seed(0)
@@ -53,7 +53,7 @@ def _samples(model_dir: Path) -> list[TrainingSample]:
         response = tokenizer(answer, add_special_tokens=False)["input_ids"]
         sampler = (-torch.rand(len(response), generator=generator) * 4 - 2).tolist()
         samples.append(
-            TrainingSample(
+            Sample(
                 prompt_token_ids=chat_prompt_ids(tokenizer, messages),
                 response_token_ids=response,
                 sampler_logprobs=sampler,
@@ -77,7 +77,7 @@ def _lora_weights(adapter_dir: Path) -> dict[str, torch.Tensor]:
 
 def _run(
     config: UpdateConfig,
-    samples: list[TrainingSample],
+    samples: list[Sample],
     model_dir: Path,
     out: Path,
     init: Path | None = None,

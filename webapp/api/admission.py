@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from webapp.api.errors import ApiError, storage_unavailable
-from webapp.api.keys import api_key_authenticate
+from webapp.api.keys import api_key_authenticate, on_key_revoked
 from webapp.api.models import ApiKey
 from webapp.learning.models import PolicyVersion
 from webapp.learning.selectors import policy_version_live
@@ -114,6 +114,7 @@ async def admission(secret: str, model: str) -> Admission:
     return Admission(key, version)
 
 
+@on_key_revoked
 def forget_keys() -> None:
     """Forget every remembered key in this process (a key was revoked here)."""
     _remembered.clear()

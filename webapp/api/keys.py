@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from django.db.models import QuerySet
@@ -45,10 +46,18 @@ def api_key_authenticate(*, secret: str) -> ApiKey | None:
     return key
 
 
-def api_key_revoke(*, key: ApiKey) -> ApiKey:
-    from webapp.api.admission import forget_keys
+_on_revoke: list[Callable[[], None]] = []
 
-    forget_keys()  # this process forgets it now; the others check it before their next answer
+
+def on_key_revoked(forget: Callable[[], None]) -> Callable[[], None]:
+    """Register ``forget`` (a cache of keys, e.g. admission's) to run when a key is revoked."""
+    _on_revoke.append(forget)
+    return forget
+
+
+def api_key_revoke(*, key: ApiKey) -> ApiKey:
+    for forget in _on_revoke:
+        forget()  # this process forgets it now; the others check it before their next answer
     if key.revoked_at is None:
         key.revoked_at = timezone.now()
         key.save(update_fields=["revoked_at"])

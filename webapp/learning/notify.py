@@ -6,8 +6,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 from django.db import transaction
 from django.utils.html import format_html
+
+from webapp.chat.consumers import conversation_group
+from webapp.learning.selectors import learning_status
 
 log = logging.getLogger(__name__)
 
@@ -22,12 +27,6 @@ def _fragment(message_id: int, status: str) -> str:
 
 
 def _push(conversation_id: int, message_id: int) -> None:
-    from asgiref.sync import async_to_sync
-    from channels.layers import get_channel_layer
-
-    from webapp.chat.consumers import conversation_group
-    from webapp.learning.selectors import learning_status
-
     layer = get_channel_layer()
     if layer is None:
         return

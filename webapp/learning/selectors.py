@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from webapp.learning.models import PolicyVersion
+from webapp.learning.models import Judgement, PolicyVersion, Sample
 
 
 def policy_version_live() -> PolicyVersion:
@@ -19,8 +19,6 @@ def policy_version_live() -> PolicyVersion:
 def learning_status(*, message_id: int) -> str:
     """What the learning loop has made of an answer, in a few words ("judged +1 · hint taken ·
     trained into v4"); empty when nothing yet."""
-    from webapp.learning.models import Judgement, Sample
-
     judgement = Judgement.objects.filter(message_id=message_id).order_by("-created_at").first()
     if judgement is None:
         return ""

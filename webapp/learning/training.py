@@ -23,9 +23,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max, Min
+from django.db.models import Max, Min, QuerySet
 from django.utils import timezone
 
+from trainer.algorithms import algorithm_get
 from trainer.config import UpdateConfig
 from webapp.core.outbox import Task, enqueue
 from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
@@ -58,10 +59,17 @@ def update_config() -> dict[str, Any]:
     return dataclasses.asdict(UpdateConfig(**overrides))
 
 
+def claimable_samples(*, algorithm: str) -> QuerySet[Sample]:
+    """Ready samples of the kinds the algorithm trains on (trainer.algorithms)."""
+    return Sample.objects.filter(
+        status=Sample.Status.READY, kind__in=algorithm_get(algorithm).sample_kinds
+    )
+
+
 @transaction.atomic
 def training_update_maybe_queue(*, force: bool = False) -> TrainingUpdate | None:
     """Queue an update when enough samples are ready (or waited long enough); one at a time."""
-    ready = Sample.objects.filter(status=Sample.Status.READY)
+    ready = claimable_samples(algorithm=settings.TRAIN_ALGORITHM)
     stats = ready.aggregate(oldest=Min("created_at"))
     count = ready.count()
     if count == 0:
@@ -94,7 +102,7 @@ def training_update_claim(*, update_id: int) -> TrainingUpdate | None:
     if update.status not in (TrainingUpdate.Status.QUEUED, TrainingUpdate.Status.RUNNING):
         return None
     ids = list(
-        Sample.objects.filter(status=Sample.Status.READY)
+        claimable_samples(algorithm=update.algorithm)
         .order_by("created_at")
         .values_list("pk", flat=True)[: settings.TRAIN_BATCH_SIZE]
     )

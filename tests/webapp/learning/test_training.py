@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from trainer.algorithms import SAMPLE_KINDS
 from trainer.publish import PublishError
 from webapp.chat import services
 from webapp.core.outbox import Task
@@ -316,3 +317,7 @@ def test_train_update_waits_while_another_update_holds_the_lock(pushed) -> None:
         assert run.jobs == [] and TrainingUpdate.objects.get(pk=update.pk).status == "queued"
     finally:
         other.close()
+
+
+def test_the_stored_sample_kinds_are_the_registrys() -> None:
+    assert set(Sample.Kind.values) == set(SAMPLE_KINDS)

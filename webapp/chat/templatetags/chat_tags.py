@@ -6,6 +6,7 @@ from django import template
 from django.utils.safestring import SafeString
 
 from webapp.chat.rendering import render_markdown
+from webapp.learning import selectors
 
 register = template.Library()
 
@@ -18,6 +19,4 @@ def markdown(text: str) -> SafeString:
 @register.simple_tag
 def learning_status(message_id: int) -> str:
     """The answer's learning status as stored now (live updates replace it over the websocket)."""
-    from webapp.learning.selectors import learning_status as status
-
-    return status(message_id=message_id)
+    return selectors.learning_status(message_id=message_id)

@@ -1,0 +1,38 @@
+"""The algorithm registry is the one list of algorithms: everything else derives from it."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainer import losses
+from trainer.advantages import ALGORITHM_SIGNALS
+from trainer.algorithms import ALGORITHMS, SAMPLE_KINDS, Algorithm, algorithm_get
+from trainer.config import UpdateConfig, config_from_dict
+
+
+def test_config_accepts_exactly_the_registered_algorithms() -> None:
+    for name in ALGORITHMS:
+        assert UpdateConfig(algorithm=name).algorithm == name
+    with pytest.raises(ValueError, match="unknown algorithm 'dpo' \\(known: rl, opd, combined\\)"):
+        config_from_dict({"algorithm": "dpo"})
+
+
+def test_signals_are_derived_from_the_registry() -> None:
+    assert ALGORITHM_SIGNALS == {
+        "rl": (True, False),
+        "opd": (False, True),
+        "combined": (True, True),
+    }
+
+
+def test_every_algorithm_names_a_loss_that_exists_and_known_sample_kinds() -> None:
+    for algorithm in ALGORITHMS.values():
+        assert callable(getattr(losses, algorithm.loss))
+        assert set(algorithm.sample_kinds) <= set(SAMPLE_KINDS)
+    with pytest.raises(ValueError, match="unknown sample kinds"):
+        Algorithm("dpo", False, False, ("pair",), "ppo_clip_loss", ())
+
+
+def test_step_columns_put_step_and_loss_first() -> None:
+    columns = algorithm_get("combined").step_columns
+    assert columns[:3] == ("step", "loss", "pg_loss") and columns[-1] == "seconds"

@@ -1,0 +1,80 @@
+"""The training algorithms Parley knows, in one registry.
+
+Everything that depends on which algorithm runs reads it from here: ``UpdateConfig`` validates
+``algorithm`` against it, ``trainer.advantages.ALGORITHM_SIGNALS`` is derived from it, the
+claim query in ``webapp.learning.training`` takes the sample kinds it names, the bench offers
+its names as choices and the admin shows its step metrics. Adding an algorithm means one entry
+here, its loss in ``trainer/losses.py`` and its use in ``trainer/update.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SAMPLE_KINDS = ("rl", "opd", "combined")
+"""What a stored sample carries (``Sample.Kind``): a reward, a hint, or both."""
+
+COMMON_STEP_METRICS = ("step", "loss", "grad_norm", "tokens", "tokens_per_second", "seconds")
+"""Metrics every update step reports, whichever algorithm it runs."""
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str
+    """The value of ``UpdateConfig.algorithm`` and ``PARLEY_TRAIN_ALGORITHM``."""
+
+    uses_reward: bool
+    """The judged reward is an advantage (broadcast over the response)."""
+
+    uses_hint: bool
+    """The hinted teacher's per-token log-probs minus the old policy's are an advantage."""
+
+    sample_kinds: tuple[str, ...]
+    """The ``Sample.kind`` values an update claims. Every kind for the three below: a sample
+    lacking the algorithm's signal adds no policy gradient, but its correction (if any) is
+    still trained with the supervised loss."""
+
+    loss: str
+    """The policy loss in ``trainer.losses``."""
+
+    step_metrics: tuple[str, ...]
+    """Metrics its steps report besides COMMON_STEP_METRICS (the admin's columns)."""
+
+    def __post_init__(self) -> None:
+        unknown = set(self.sample_kinds) - set(SAMPLE_KINDS)
+        if unknown:
+            raise ValueError(f"{self.name}: unknown sample kinds {sorted(unknown)}")
+
+    @property
+    def step_columns(self) -> tuple[str, ...]:
+        """Every per-step metric in display order: step and loss first, throughput last."""
+        step, loss, *rest = COMMON_STEP_METRICS
+        return (step, loss, *self.step_metrics, *rest)
+
+
+_PPO_METRICS = ("pg_loss", "kl", "clip_fraction", "sft_loss", "mean_advantage")
+
+ALGORITHMS: dict[str, Algorithm] = {
+    algorithm.name: algorithm
+    for algorithm in (
+        Algorithm("rl", True, False, SAMPLE_KINDS, "ppo_clip_loss", _PPO_METRICS),
+        Algorithm("opd", False, True, SAMPLE_KINDS, "ppo_clip_loss", _PPO_METRICS),
+        Algorithm("combined", True, True, SAMPLE_KINDS, "ppo_clip_loss", _PPO_METRICS),
+    )
+}
+
+
+def algorithm_get(name: str) -> Algorithm:
+    """The registered algorithm called ``name``; ValueError naming the known ones otherwise."""
+    try:
+        return ALGORITHMS[name]
+    except KeyError:
+        raise ValueError(f"unknown algorithm {name!r} (known: {', '.join(ALGORITHMS)})") from None
+
+
+def all_step_columns() -> tuple[str, ...]:
+    """The union of every algorithm's step columns, in display order."""
+    seen: dict[str, None] = {}
+    for algorithm in ALGORITHMS.values():
+        seen.update(dict.fromkeys(algorithm.step_columns))
+    return tuple(seen)

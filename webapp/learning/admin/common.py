@@ -1,0 +1,58 @@
+"""What every learning admin shares: view-only pages, the conversation filter, chain lookups."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
+
+
+class ConversationFilter(admin.SimpleListFilter):
+    """``?conversation=<id>``: the rows of one conversation (the links from its admin page).
+
+    It offers no choices in the sidebar (there may be thousands of conversations); it only
+    makes the parameter a valid filter.
+    """
+
+    title = "conversation"
+    parameter_name = "conversation"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[Any]:
+        return []
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value and str(value).isdigit():
+            return queryset.filter(message__conversation_id=int(value))
+        return queryset
+
+
+class ViewOnlyAdmin(admin.ModelAdmin):
+    """Rows the learning loop writes: admins look and act (actions), never edit or delete."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+def sample_of(judgement: Judgement) -> Sample | None:
+    try:
+        return judgement.sample
+    except Sample.DoesNotExist:
+        return None
+
+
+def produced_by(version: PolicyVersion) -> TrainingUpdate | None:
+    try:
+        return version.produced_by
+    except TrainingUpdate.DoesNotExist:
+        return None
