@@ -18,6 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from trainer.judge import feedback_hint, is_useful_hint
 from webapp.chat.models import Conversation, Feedback, Message
@@ -253,8 +254,6 @@ def samples_ready_count() -> int:
 
 def messages_awaiting_judgement(*, limit: int = 200) -> list[int]:
     """Main answers with a next state or feedback but no judgement yet (missed queueing)."""
-    from django.db.models import Q
-
     return list(
         Message.objects.filter(
             role=Message.Role.ASSISTANT,
