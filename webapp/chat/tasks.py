@@ -12,13 +12,13 @@ from webapp.learning.tasks import JUDGE_RETRY
 from webapp.learning.workflows import judging
 
 
-@shared_task(name=Task.FINALIZE_CONVERSATION, **JUDGE_RETRY)
+@shared_task(name=Task.FINALIZE_CONVERSATION.value, **JUDGE_RETRY)
 def finalize_conversation(self: CeleryTask, conversation_id: int) -> int | None:
     """A conversation closed: make sure it leaves at least one sample."""
     return judging.finalize_conversation(conversation_id, judge=judging.judge_from_settings())
 
 
-@shared_task(name=Task.CLOSE_IDLE_CONVERSATIONS)
+@shared_task(name=Task.CLOSE_IDLE_CONVERSATIONS.value)
 def close_idle_conversations() -> int:
     """Close conversations idle longer than PARLEY_SESSION_IDLE_MINUTES (run by beat)."""
     return conversations_close_idle(idle_minutes=settings.SESSION_IDLE_MINUTES)

@@ -11,7 +11,7 @@ from celery import shared_task
 from webapp.core.outbox import Task
 
 
-@shared_task(name=Task.PING, bind=True)
+@shared_task(name=Task.PING.value, bind=True)
 def ping(self: CeleryTask, payload: str = "ping") -> dict[str, object]:
     """Echo the payload with who answered and from which queue."""
     info = self.request.delivery_info or {}

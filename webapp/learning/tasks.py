@@ -23,25 +23,25 @@ JUDGE_RETRY = {
 """Judge tasks retry with backoff while the judge model is unreachable."""
 
 
-@shared_task(name=Task.JUDGE_MESSAGE, **JUDGE_RETRY)
+@shared_task(name=Task.JUDGE_MESSAGE.value, **JUDGE_RETRY)
 def judge_message(self: CeleryTask, message_id: int) -> int | None:
     """An answer got its next state, or feedback: judge it."""
     return judging.judge_message(message_id, judge=judging.judge_from_settings())
 
 
-@shared_task(name=Task.REQUEUE_PENDING)
+@shared_task(name=Task.REQUEUE_PENDING.value)
 def requeue_pending() -> dict[str, int]:
     """Periodic sweep: queue whatever a broker outage kept from being queued."""
     return recovery.requeue_pending()
 
 
-@shared_task(name=Task.MAYBE_TRAIN)
+@shared_task(name=Task.MAYBE_TRAIN.value)
 def maybe_train() -> int | None:
     """Queue an update if enough samples are ready (after judging, and periodically)."""
     return training.maybe_train()
 
 
-@shared_task(name=Task.TRAIN_UPDATE, bind=True, acks_late=True, max_retries=None)
+@shared_task(name=Task.TRAIN_UPDATE.value, bind=True, acks_late=True, max_retries=None)
 def train_update(self: CeleryTask, update_id: int) -> int | None:
     """Train, gate and publish one update; returns the new version number."""
     # torch and transformers load here, in the train worker only, never in web or judge.
