@@ -26,7 +26,7 @@ def _votes_table(votes: list[Any]) -> object:
     if not votes:
         return EMPTY
     rows = (
-        (i + 1, f"{v.get('score', 0):+d}" if isinstance(v, dict) else "", _vote_text(v))
+        (i + 1, vote_score_label(v) if isinstance(v, dict) else "", _vote_text(v))
         for i, v in enumerate(votes)
     )
     return format_html(
@@ -38,6 +38,12 @@ def _votes_table(votes: list[Any]) -> object:
             rows,
         ),
     )
+
+
+def vote_score_label(vote: dict[str, Any]) -> str:
+    """"+1", "-1", "+0", or "?" for a vote that did not parse (stored with score None)."""
+    score = vote.get("score")
+    return f"{score:+d}" if isinstance(score, int) else "?"
 
 
 def _vote_text(vote: Any) -> str:
@@ -122,8 +128,7 @@ class JudgementAdmin(ViewOnlyAdmin):
 
     @admin.display(description="votes")
     def votes_summary(self, obj: Judgement) -> str:
-        scores = [v.get("score", 0) for v in obj.votes if isinstance(v, dict)]
-        return " ".join(f"{s:+d}" for s in scores) or EMPTY
+        return " ".join(vote_score_label(v) for v in obj.votes if isinstance(v, dict)) or EMPTY
 
     @admin.display(description="hint", boolean=True)
     def has_hint(self, obj: Judgement) -> bool:
