@@ -58,6 +58,8 @@ _STOPWORDS = frozenset(
     "now then so do can could would will just also one what how that's it's i'm please "
     "very really".split()
 )
+# Words that only repeat the verdict: "No, that's wrong. Try again." teaches nothing.
+_VERDICT_WORDS = frozenset("try fix redo answer response again wrong".split())
 
 
 def split_next_state(next_state: str) -> tuple[list[str], list[str]]:
@@ -140,7 +142,11 @@ def cue_hint(next_state: str) -> str | None:
         rest = _normalise(text)
         for pattern in _NEGATIVE:
             rest = re.sub(pattern, " ", rest)
-        content = [w for w in _WORD.findall(rest) if len(w) > 2 and w not in _STOPWORDS]
+        content = [
+            w
+            for w in _WORD.findall(rest)
+            if len(w) > 2 and w not in _STOPWORDS and w not in _VERDICT_WORDS
+        ]
         return text if content else None
     errors = [t for t in tools if _TOOL_ERROR.search(t)]
     return f"The tool answered: {errors[0]}" if errors else None

@@ -5,19 +5,11 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 from celery import shared_task
 
-from trainer.judge import (
-    PROMPT_VERSION,
-    build_hint_messages,
-    build_prm_messages,
-    extract_hint,
-    majority,
-    parse_vote,
-    select_hint,
-)
+from trainer.judge import PROMPT_VERSION
+from trainer.judge import judge_turn as judge_evidence
 from trainer.judge_client import JudgeEndpoint, JudgeUnavailable, complete_n
 
 log = logging.getLogger(__name__)
@@ -32,6 +24,7 @@ def _endpoint() -> JudgeEndpoint:
         api_key=settings.JUDGE_API_KEY,
         max_tokens=settings.JUDGE_MAX_TOKENS,
         temperature=settings.JUDGE_TEMPERATURE,
+        constrained=settings.JUDGE_CONSTRAINED,
     )
 
 
@@ -54,38 +47,25 @@ def judge_turn(message_id: int, *, session_end: bool = False) -> int | None:
         return None  # a redelivered task: the first run already recorded it
     started = time.monotonic()
     endpoint = _endpoint()
-    m = settings.JUDGE_VOTES
-    votes: list[dict[str, Any]] = []
-    score = evidence.rating
     source = "feedback" if evidence.rating else ("session_end" if evidence.session_end else "prm")
-    if evidence.needs_prm and evidence.next_state:
-        texts = complete_n(
-            endpoint,
-            build_prm_messages(
-                request=evidence.request, answer=evidence.answer, next_state=evidence.next_state
-            ),
-            m,
-        )
-        votes = [{"score": parse_vote(text), "text": text} for text in texts]
-        score = majority(vote["score"] for vote in votes)
-    hint, hint_texts = evidence.user_hint, []
-    if evidence.needs_judge_hint:
-        hint_texts = complete_n(
-            endpoint,
-            build_hint_messages(
-                request=evidence.request, answer=evidence.answer, next_state=evidence.next_state
-            ),
-            m,
-        )
-        hint = select_hint(extract_hint(text) for text in hint_texts)
+    verdict = judge_evidence(
+        kind=settings.JUDGE_KIND,
+        request=evidence.request,
+        answer=evidence.answer,
+        next_state=evidence.next_state,
+        rating=evidence.rating,
+        user_hint=evidence.user_hint,
+        m=settings.JUDGE_VOTES,
+        complete=lambda messages, n, choices: complete_n(endpoint, messages, n, choices=choices),
+    )
     judgement = services.judgement_record(
         evidence=evidence,
         source=source,
-        votes=votes,
-        score=score,
-        hint=hint,
-        hint_votes=hint_texts,
-        judge_model=endpoint.model,
+        votes=verdict.votes,
+        score=verdict.score,
+        hint=verdict.hint,
+        hint_votes=verdict.hint_votes,
+        judge_model=endpoint.model if settings.JUDGE_KIND == "llm" else "cues",
         prompt_version=PROMPT_VERSION,
         seconds=time.monotonic() - started,
         keep_without_signal=session_end,

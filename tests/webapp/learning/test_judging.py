@@ -20,19 +20,20 @@ pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
 
 @pytest.fixture
-def judge(monkeypatch):
-    """A judge model that answers from a script and counts its calls."""
+def judge(monkeypatch, settings):
+    """The LLM judge, answering from a script and counting its calls."""
+    settings.JUDGE_KIND = "llm"
     script = {
         "votes": ["ok \\boxed{-1}", "\\boxed{-1}", "\\boxed{1}"],
         "hints": [
-            "[HINT_START]Answer in one short sentence.[HINT_END]",
-            "[HINT_START]ok[HINT_END]",
+            "\\boxed{1} [HINT_START]That's wrong: 2+2 is 4, answer it right.[HINT_END]",
+            "\\boxed{1} [HINT_START]ok[HINT_END]",
             "none",
         ],
     }
     calls: list[list[dict]] = []
 
-    def complete_n(endpoint, messages, n, *, batched=True):
+    def complete_n(endpoint, messages, n, *, batched=True, choices=None):
         calls.append(messages)
         return script["hints" if "[HINT_START]" in messages[-1]["content"] else "votes"][:n]
 
@@ -122,14 +123,14 @@ def test_a_plain_follow_up_is_judged_by_majority_of_prm_votes(judge, user) -> No
     assert judgement.source == "prm" and judgement.score == -1
     assert [v["score"] for v in judgement.votes] == [-1, -1, 1]
     assert all(v["text"] for v in judgement.votes)
-    assert judgement.hint == "Answer in one short sentence."
+    assert judgement.hint == "That's wrong: 2+2 is 4, answer it right."
     prm_prompt = judge[0][-1]["content"]
     assert "What is 2+2?" in prm_prompt and "5" in prm_prompt and "No, that's wrong" in prm_prompt
     sample = Sample.objects.get(message=answer)
     assert (sample.kind, sample.reward, sample.hint) == (
         "combined",
         -1.0,
-        "Answer in one short sentence.",
+        "That's wrong: 2+2 is 4, answer it right.",
     )
 
 
@@ -139,7 +140,7 @@ def test_a_tie_and_no_useful_hint_makes_no_sample(judge, user) -> None:
     _follow_up(answer, "hmm")
     import trainer.tasks.judging as module
 
-    module.complete_n = lambda endpoint, messages, n, batched=True: [
+    module.complete_n = lambda endpoint, messages, n, batched=True, choices=None: [
         "\\boxed{1}",
         "\\boxed{-1}",
         "no box",
@@ -297,3 +298,43 @@ def test_a_rated_answer_in_a_closed_session_is_judged_once(judge, user) -> None:
     judging.finalize_session.run(answer.conversation_id)
     assert Judgement.objects.filter(message=answer).count() == 1
     assert Sample.objects.filter(message=answer).count() == 1
+
+
+def test_the_default_judge_reads_a_correction_in_the_next_message(user, settings) -> None:
+    settings.JUDGE_KIND = "cues"
+    answer = _turn(user, question="What is the capital of Italy?", answer="Paris.")
+    _follow_up(answer, "No, that's wrong. Paris is in France.")
+    judging.judge_turn(answer.pk)
+    judgement = Judgement.objects.get(message=answer)
+    assert (judgement.source, judgement.score, judgement.judge_model) == ("prm", -1, "cues")
+    assert [v["score"] for v in judgement.votes] == [-1]
+    assert judgement.hint == "No, that's wrong. Paris is in France."
+    sample = Sample.objects.get(message=answer)
+    assert (sample.kind, sample.reward) == ("combined", -1.0)
+
+
+def test_unparseable_votes_and_a_nonsense_hint_make_no_opd_sample(judge, user, monkeypatch) -> None:
+    """What the 135M judge really wrote in a session that kept asking for lowercase."""
+    script = {
+        "votes": ["The assistant should", "", "\\boxed{-1}"],
+        "hints": [
+            "",
+            "[HINT_START][HINT_END]",
+            "\\boxed{1} [HINT_START]To find the second-to-last uppercase letter, you need to "
+            "find the third-to-last uppercase letter. ### Instruction[HINT_END]",
+        ],
+    }
+
+    def complete_n(endpoint, messages, n, *, batched=True, choices=None):
+        return script["hints" if "[HINT_START]" in messages[-1]["content"] else "votes"][:n]
+
+    monkeypatch.setattr(judging, "complete_n", complete_n)
+    answer = _turn(user, question="Write 'HELLO' in lowercase.", answer="HELLO")
+    _follow_up(answer, "in lowercase please, I asked twice")
+    judging.judge_turn(answer.pk)
+    judgement = Judgement.objects.get(message=answer)
+    assert [v["score"] for v in judgement.votes] == [None, None, -1]
+    assert judgement.votes[0]["text"] == "The assistant should" and judgement.score == -1
+    assert judgement.hint == "" and len(judgement.hint_votes) == 3
+    sample = Sample.objects.get(message=answer)
+    assert (sample.kind, sample.hint) == ("rl", "")
