@@ -143,15 +143,27 @@ class LocalModel:
 
     def choice(self, messages: list[dict[str, str]], m: int, *, temperature: float) -> list[str]:
         """m votes sampled among VOTE_CHOICES by the model's log-probability of each reply."""
-        prompt = self._prompt_ids(messages)
+        import copy
+
+        prompt = self.torch.tensor([self._prompt_ids(messages)])
         scores = []
-        for text in VOTE_CHOICES:
-            reply = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-            ids = self.torch.tensor([prompt + reply])
-            with self.torch.no_grad():
-                logprobs = self.model(ids).logits[0, :-1].float().log_softmax(-1)
-            positions = range(len(prompt) - 1, len(prompt) - 1 + len(reply))
-            scores.append(sum(float(logprobs[p, t]) for p, t in zip(positions, reply, strict=True)))
+        with self.torch.no_grad():
+            out = self.model(prompt, use_cache=True)  # the prompt once, its cache for each reply
+            for text in VOTE_CHOICES:
+                reply = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+                logprob = float(out.logits[0, -1].log_softmax(-1)[reply[0]])
+                if len(reply) > 1:
+                    rest = (
+                        self.model(
+                            self.torch.tensor([reply[:-1]]),
+                            past_key_values=copy.deepcopy(out.past_key_values),
+                            use_cache=True,
+                        )
+                        .logits[0]
+                        .log_softmax(-1)
+                    )
+                    logprob += sum(float(rest[i, t]) for i, t in enumerate(reply[1:]))
+                scores.append(logprob)
         top = max(scores)
         weights = [math.exp((s - top) / max(temperature, 1e-6)) for s in scores]
         return self.rng.choices(list(VOTE_CHOICES), weights=weights, k=m)
@@ -181,6 +193,8 @@ def judge_votes(
 
 def accuracy(args: argparse.Namespace) -> None:
     cases = load_cases(args.split)
+    if args.limit and args.limit < len(cases):
+        cases = cases[:: math.ceil(len(cases) / args.limit)]
     judges = [j.strip() for j in args.judges.split(",") if j.strip()]
     unknown = set(judges) - set(JUDGES)
     if unknown:
@@ -201,6 +215,8 @@ def accuracy(args: argparse.Namespace) -> None:
                 right += 1
             else:
                 wrong[case["kind"]] += 1
+            if judge != "cues":
+                print(f"  {case['id']} truth {case['label']:+d} votes {scores}", flush=True)
         seconds = time.perf_counter() - started
         figures[judge] = {
             "right": right,
@@ -221,6 +237,7 @@ def accuracy(args: argparse.Namespace) -> None:
         "judging_accuracy",
         {
             "split": args.split,
+            "limit": args.limit or None,
             "votes": args.votes,
             "temperature": args.temperature,
             "seed": args.seed,
@@ -263,6 +280,7 @@ def main() -> None:
     parser.add_argument("--accuracy", action="store_true", help="right and parsed, per judge")
     parser.add_argument("--judges", default="cues,llm-choice", help=f"of {','.join(JUDGES)}")
     parser.add_argument("--split", default="heldout", choices=["heldout", "tune", "all"])
+    parser.add_argument("--limit", type=int, default=0, help="every k-th case, about this many")
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--turns", type=int, default=len(TURNS))
