@@ -38,7 +38,8 @@ from typing import Any
 
 from trainer.judge_cues import cue_hint, cue_vote, score_from_cues, split_next_state, text_cues
 
-PROMPT_VERSION = "prm-v2"
+PROMPT_VERSION = "prm-v2"  # the LLM judge's prompts
+CUES_VERSION = "cues-v1"  # the cue judge's rules
 JUDGE_KINDS = ("cues", "llm")
 MIN_HINT_CHARS = 10
 TRIVIAL_HINTS = {
@@ -201,6 +202,7 @@ class Verdict:
     """What the judge decided about one turn; every vote and hint reply is kept, parsed or not."""
 
     score: int
+    version: str  # CUES_VERSION or PROMPT_VERSION: which rules or prompts decided
     votes: list[dict[str, Any]] = field(default_factory=list)  # {"score": int | None, "text"}
     hint: str | None = None
     hint_votes: list[str] = field(default_factory=list)
@@ -221,6 +223,7 @@ def judge_turn(
     state) and, when it scored -1 and the user gave no hint, look for a hindsight hint."""
     if kind not in JUDGE_KINDS:
         raise ValueError(f"unknown judge {kind!r}; one of {', '.join(JUDGE_KINDS)}")
+    version = CUES_VERSION if kind == "cues" else PROMPT_VERSION
     score, votes = rating, []
     if rating == 0 and next_state:
         if kind == "cues":
@@ -231,7 +234,7 @@ def judge_turn(
         votes = [{"score": parse_vote(text), "text": text} for text in texts]
         score = majority(vote["score"] for vote in votes)
     if user_hint is not None or score >= 0 or not next_state:
-        return Verdict(score=score, votes=votes, hint=user_hint)
+        return Verdict(score=score, version=version, votes=votes, hint=user_hint)
     if kind == "cues":
         found = cue_hint(next_state)
         hint_texts = [f"\\boxed{{1}} [HINT_START]{found}[HINT_END]" if found else "\\boxed{-1}"]
@@ -239,4 +242,4 @@ def judge_turn(
         messages = build_hint_messages(request=request, answer=answer, next_state=next_state)
         hint_texts = complete(messages, m, None)
     hint = select_hint(hint_texts, evidence=next_state)
-    return Verdict(score=score, votes=votes, hint=hint, hint_votes=hint_texts)
+    return Verdict(score=score, version=version, votes=votes, hint=hint, hint_votes=hint_texts)

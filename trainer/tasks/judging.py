@@ -8,7 +8,6 @@ import time
 
 from celery import shared_task
 
-from trainer.judge import PROMPT_VERSION
 from trainer.judge import judge_turn as judge_evidence
 from trainer.judge_client import JudgeEndpoint, JudgeUnavailable, complete_n
 
@@ -66,7 +65,7 @@ def judge_turn(message_id: int, *, session_end: bool = False) -> int | None:
         hint=verdict.hint,
         hint_votes=verdict.hint_votes,
         judge_model=endpoint.model if settings.JUDGE_KIND == "llm" else "cues",
-        prompt_version=PROMPT_VERSION,
+        prompt_version=verdict.version,
         seconds=time.monotonic() - started,
         keep_without_signal=session_end,
     )

@@ -307,6 +307,7 @@ def test_the_default_judge_reads_a_correction_in_the_next_message(user, settings
     judging.judge_turn(answer.pk)
     judgement = Judgement.objects.get(message=answer)
     assert (judgement.source, judgement.score, judgement.judge_model) == ("prm", -1, "cues")
+    assert judgement.prompt_version == "cues-v1"
     assert [v["score"] for v in judgement.votes] == [-1]
     assert judgement.hint == "No, that's wrong. Paris is in France."
     sample = Sample.objects.get(message=answer)
