@@ -247,7 +247,8 @@ def accuracy(args: argparse.Namespace) -> None:
         },
     )
     print(f"recorded in {RESULTS.relative_to(ROOT)}")
-    plot_accuracy(figures, args.split, RESULTS.parent / "results" / "judging_accuracy.png")
+    name = f"judging-accuracy-{args.split}-{'+'.join(judges)}.png"
+    plot_accuracy(figures, args.split, RESULTS.parent / "results" / name)
 
 
 def plot_accuracy(figures: dict[str, Any], split: str, path: Path) -> None:
