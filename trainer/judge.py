@@ -1,10 +1,19 @@
 """The process-reward judge: prompts, vote parsing, majority vote, hindsight hints. Pure Python.
 
 The judge sees the user's request, the assistant's answer and the *next state* (what the user
-or a tool said next) and ends its reply with ``\\boxed{1}``, ``\\boxed{-1}`` or ``\\boxed{0}``.
-m such votes are taken; the majority wins, and ties or unparseable votes give 0, so a confused
-judge never invents a reward. Separately, m hindsight hints are asked for between
-``[HINT_START]`` and ``[HINT_END]``; the longest non-trivial one wins.
+or a tool said next) and votes +1, -1 or 0 as a text ending in ``\\boxed{...}``. Two judges:
+
+- ``cues`` (the default) reads the next state for corrections, complaints, thanks and tool
+  errors (trainer/judge_cues.py): no model, one vote, always parseable.
+- ``llm`` asks an OpenAI-compatible model for m votes; on vLLM the reply is constrained to
+  the three boxes (structured outputs), so every vote parses there too.
+
+Unparseable votes are left out of the majority; a tie, or no parseable vote, gives 0, so a
+confused judge never invents a reward. A hindsight hint is asked for only when the score says
+the answer needed one (-1), and taken only when the judge says it is needed (``\\boxed{1}``
+before ``[HINT_START] ... [HINT_END]``, as in OpenClaw-RL), says something (not "no hint
+needed", not praise, at least 10 characters, not trivial), carries no prompt-template debris and
+is grounded in what the user or the tool said next. The longest such hint wins.
 
 >>> parse_vote("The answer ignored the request. \\\\boxed{-1}")
 -1
@@ -12,17 +21,26 @@ judge never invents a reward. Separately, m hindsight hints are asked for betwee
 1
 >>> majority([1, -1, None])
 0
->>> select_hint(["ok", "Start the answer with 'Sure!' and keep it short."])
-"Start the answer with 'Sure!' and keep it short."
+>>> majority([None, None, 1])
+1
+>>> select_hint(["ok", "\\\\boxed{1} [HINT_START]Start the answer with 'Sure!'.[HINT_END]"],
+...             evidence="[user] Please start with 'Sure!' as I asked.")
+"Start the answer with 'Sure!'."
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
-PROMPT_VERSION = "prm-v1"
+from trainer.judge_cues import cue_hint, cue_vote, score_from_cues, split_next_state, text_cues
+
+PROMPT_VERSION = "prm-v2"  # the LLM judge's prompts
+CUES_VERSION = "cues-v1"  # the cue judge's rules
+JUDGE_KINDS = ("cues", "llm")
 MIN_HINT_CHARS = 10
 TRIVIAL_HINTS = {
     "ok",
@@ -45,20 +63,38 @@ TRIVIAL_HINTS = {
     "no hint",
     "not helpful",
 }
+# The only replies an LLM judge may give on vLLM (structured outputs): each one parses.
+VOTE_CHOICES = ("\\boxed{1}", "\\boxed{-1}", "\\boxed{0}")
 _BOXED = re.compile(r"\\boxed\{\s*([+-]?\d+)\s*\}")
 _HINT = re.compile(r"\[HINT_START\](.*?)\[HINT_END\]", re.DOTALL)
+_NO_HINT = re.compile(
+    r"\bno (further |more )?(hint|change|improvement|instruction)s? (is |are |was |were )?"
+    r"(needed|necessary|required)\b|\bnothing (needs|needed|has) to (be )?(change|improve)"
+    r"|\bnothing would have helped\b|\b(answer|response|reply) (was|is) (already )?"
+    r"(perfect|fine|good|correct|great)\b",
+    re.IGNORECASE,
+)
+# Prompt-template debris a small model writes on past its answer ("### Instruction", role tags).
+_DEBRIS = re.compile(
+    r"###|\[/?HINT_|<\|[a-z_]+\|>|^\s*(instruction|response|user|assistant|system)\s*:",
+    re.IGNORECASE | re.MULTILINE,
+)
+_CONTENT_WORD = re.compile(r"[a-z0-9]{4,}")
 
 JUDGE_SYSTEM = (
     "You are a strict evaluator of an AI assistant. You see the user's request, the assistant's "
     "answer, and what happened next (the user's next message or a tool result). Decide whether "
-    "the answer served the user well, using the next state as evidence: a satisfied follow-up "
-    "is good, a correction, complaint or repeated request is bad."
+    "the answer served the user well, using the next state as evidence: thanks or approval is "
+    "good (1); a correction, complaint, redo request, repeated request or tool error is bad "
+    "(-1); a neutral follow-up or a new topic is unclear (0)."
 )
 HINT_SYSTEM = (
     "You improve an AI assistant. From the user's request, the assistant's answer and what the "
-    "user said next, write one short, concrete instruction that would have made the answer "
-    "better (for example: 'Start with a one-line summary.'). If nothing would have helped, "
-    "write NONE."
+    "user (or a tool) said next, decide whether the next state reveals what would have made the "
+    "answer better. If it does, write \\boxed{1} and then one short, concrete instruction taken "
+    "from what the user said, between [HINT_START] and [HINT_END] (for example: \\boxed{1} "
+    "[HINT_START]Answer in lowercase letters only.[HINT_END]). If it does not, write only "
+    "\\boxed{-1}."
 )
 
 
@@ -67,7 +103,7 @@ def build_prm_messages(*, request: str, answer: str, next_state: str) -> list[di
     user = (
         f"## User request\n{request}\n\n## Assistant answer\n{answer}\n\n"
         f"## What happened next\n{next_state}\n\n"
-        "Was the answer good? Think briefly, then end with exactly one of "
+        "Was the answer good? Reply with exactly one of "
         "\\boxed{1} (good), \\boxed{-1} (bad) or \\boxed{0} (unclear)."
     )
     return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
@@ -77,7 +113,7 @@ def build_hint_messages(*, request: str, answer: str, next_state: str) -> list[d
     user = (
         f"## User request\n{request}\n\n## Assistant answer\n{answer}\n\n"
         f"## What the user said next\n{next_state}\n\n"
-        "Write the instruction between [HINT_START] and [HINT_END]."
+        "Reply \\boxed{1} [HINT_START]instruction[HINT_END], or \\boxed{-1}."
     )
     return [{"role": "system", "content": HINT_SYSTEM}, {"role": "user", "content": user}]
 
@@ -92,8 +128,8 @@ def parse_vote(text: str) -> int | None:
 
 
 def majority(votes: Iterable[int | None]) -> int:
-    """Majority of the votes; unparseable votes count as 0, and a tie gives 0."""
-    counts = Counter(0 if vote is None else vote for vote in votes)
+    """Majority of the parsed votes (unparseable ones are left out); a tie, or none, gives 0."""
+    counts = Counter(vote for vote in votes if vote is not None)
     if not counts:
         return 0
     ranked = counts.most_common()
@@ -109,17 +145,42 @@ def extract_hint(text: str) -> str | None:
 
 
 def is_useful_hint(hint: str | None) -> bool:
+    """Long enough, not trivial, not a "no hint needed" sentence, not praise, not debris."""
     if not hint:
         return False
     cleaned = hint.strip()
     normalised = re.sub(r"[^\w\s/]", "", cleaned.lower()).strip()
-    return len(cleaned) >= MIN_HINT_CHARS and normalised not in TRIVIAL_HINTS
+    if len(cleaned) < MIN_HINT_CHARS or normalised in TRIVIAL_HINTS:
+        return False
+    if _NO_HINT.search(cleaned) or _DEBRIS.search(cleaned):
+        return False
+    negative, positive = text_cues(cleaned)
+    return score_from_cues(negative, positive, cleaned) != 1  # praise is no hint
 
 
-def select_hint(candidates: Iterable[str | None]) -> str | None:
-    """The longest useful hint of the candidates, or None."""
-    useful = [c.strip() for c in candidates if is_useful_hint(c)]
-    return max(useful, key=len) if useful else None
+def _stems(text: str) -> set[str]:
+    return {word[:5] for word in _CONTENT_WORD.findall(text.lower())}
+
+
+def is_grounded(hint: str, evidence: str) -> bool:
+    """The hint shares a content word (4+ letters, compared on its first five) with what the
+    user or the tool said next: a judge's hint must come from the next state, not thin air."""
+    user, tools = split_next_state(evidence)
+    said = " ".join(user + tools) or evidence
+    return bool(_stems(hint) & _stems(said))
+
+
+def select_hint(candidates: Iterable[str | None], *, evidence: str | None = None) -> str | None:
+    """The longest hint that a judge's reply says is needed (``\\boxed{1}``) and that is useful
+    (and grounded in ``evidence``, the next state, when given); None when there is none."""
+    hints = []
+    for text in candidates:
+        if not text or parse_vote(text) != 1:
+            continue
+        hint = extract_hint(text)
+        if hint and is_useful_hint(hint) and (evidence is None or is_grounded(hint, evidence)):
+            hints.append(hint)
+    return max(hints, key=len) if hints else None
 
 
 def feedback_hint(*, comment: str, correction: str, tags: Iterable[str]) -> str | None:
@@ -130,3 +191,55 @@ def feedback_hint(*, comment: str, correction: str, tags: Iterable[str]) -> str 
         reasons = "Reasons: " + ", ".join(tag_list) + "."
         text = f"{text} ({reasons})" if text else reasons
     return text or None
+
+
+# complete(messages, n, choices) -> n reply texts; choices, when given, constrains each reply.
+Complete = Callable[[list[dict[str, str]], int, "tuple[str, ...] | None"], list[str]]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the judge decided about one turn; every vote and hint reply is kept, parsed or not."""
+
+    score: int
+    version: str  # CUES_VERSION or PROMPT_VERSION: which rules or prompts decided
+    votes: list[dict[str, Any]] = field(default_factory=list)  # {"score": int | None, "text"}
+    hint: str | None = None
+    hint_votes: list[str] = field(default_factory=list)
+
+
+def judge_verdict(
+    *,
+    kind: str,
+    request: str,
+    answer: str,
+    next_state: str,
+    rating: int,
+    user_hint: str | None,
+    m: int,
+    complete: Complete,
+) -> Verdict:
+    """Score one turn (the user's rating when there is one, else the judge's majority on the next
+    state) and, when it scored -1 and the user gave no hint, look for a hindsight hint."""
+    if kind not in JUDGE_KINDS:
+        raise ValueError(f"unknown judge {kind!r}; one of {', '.join(JUDGE_KINDS)}")
+    version = CUES_VERSION if kind == "cues" else PROMPT_VERSION
+    score, votes = rating, []
+    if rating == 0 and next_state:
+        if kind == "cues":
+            texts = [cue_vote(next_state, request=request)[1]]
+        else:
+            messages = build_prm_messages(request=request, answer=answer, next_state=next_state)
+            texts = complete(messages, m, VOTE_CHOICES)
+        votes = [{"score": parse_vote(text), "text": text} for text in texts]
+        score = majority(vote["score"] for vote in votes)
+    if user_hint is not None or score >= 0 or not next_state:
+        return Verdict(score=score, version=version, votes=votes, hint=user_hint)
+    if kind == "cues":
+        found = cue_hint(next_state)
+        hint_texts = [f"\\boxed{{1}} [HINT_START]{found}[HINT_END]" if found else "\\boxed{-1}"]
+    else:
+        messages = build_hint_messages(request=request, answer=answer, next_state=next_state)
+        hint_texts = complete(messages, m, None)
+    hint = select_hint(hint_texts, evidence=next_state)
+    return Verdict(score=score, version=version, votes=votes, hint=hint, hint_votes=hint_texts)

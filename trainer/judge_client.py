@@ -2,6 +2,8 @@
 
 ``batched=True`` sends one request with ``n=m`` (vLLM shares the prompt's prefill across the
 m samples); ``batched=False`` sends m separate requests. bench/judging.py compares the two.
+``choices`` constrains every reply to one of the given strings with vLLM's structured outputs
+(``structured_outputs.choice``); ``constrained=False`` is for a server without that field.
 """
 
 from __future__ import annotations
@@ -23,10 +25,16 @@ class JudgeEndpoint:
     max_tokens: int = 256
     temperature: float = 0.7
     timeout_s: float = 300.0
+    constrained: bool = True
 
 
 def complete_n(
-    endpoint: JudgeEndpoint, messages: list[dict[str, str]], n: int, *, batched: bool = True
+    endpoint: JudgeEndpoint,
+    messages: list[dict[str, str]],
+    n: int,
+    *,
+    batched: bool = True,
+    choices: tuple[str, ...] | None = None,
 ) -> list[str]:
     """n sampled replies of the judge to ``messages`` (texts, in order)."""
     headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
@@ -37,6 +45,8 @@ def complete_n(
         "max_tokens": endpoint.max_tokens,
         "temperature": endpoint.temperature,
     }
+    if choices and endpoint.constrained:
+        body["structured_outputs"] = {"choice": list(choices)}
     try:
         with httpx.Client(timeout=endpoint.timeout_s, headers=headers) as client:
             if batched:

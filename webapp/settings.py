@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from webapp.config import (
+    ConfigError,
     EmbeddedInfraMissing,
     database_from_url,
     env_bool,
@@ -176,7 +177,14 @@ VLLM_GPU_MEMORY_UTILIZATION = env_float("VLLM_GPU_MEMORY_UTILIZATION", 0.85)
 VLLM_EXTRA_ARGS = env_str("VLLM_EXTRA_ARGS", "")
 VLLM_TOOL_CALL_PARSER = env_str("VLLM_TOOL_CALL_PARSER", "hermes")
 ADAPTERS_DIR = Path(env_str("PARLEY_ADAPTERS_DIR", str(VAR_DIR / "adapters"))).resolve()
-# The PRM judge: by default the frozen base model in the same vLLM server.
+# The PRM judge of next states: "cues" (the default: reads the user's next message and tool
+# results for corrections, complaints, thanks and errors; no model) or "llm" (m votes of the
+# model at JUDGE_BASE_URL, by default the frozen base model in the same vLLM server; constrained
+# to the three boxes with vLLM's structured outputs unless PARLEY_JUDGE_CONSTRAINED=0).
+JUDGE_KIND = env_str("PARLEY_JUDGE", "cues")
+if JUDGE_KIND not in ("cues", "llm"):
+    raise ConfigError(f"PARLEY_JUDGE={JUDGE_KIND!r}: use 'cues' (the default) or 'llm'")
+JUDGE_CONSTRAINED = env_bool("PARLEY_JUDGE_CONSTRAINED", True)
 JUDGE_BASE_URL = env_str("JUDGE_BASE_URL", "") or VLLM_BASE_URLS[0]
 JUDGE_MODEL = env_str("JUDGE_MODEL", "base")
 JUDGE_API_KEY = env_str("JUDGE_API_KEY", "")

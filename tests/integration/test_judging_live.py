@@ -9,6 +9,9 @@ import httpx
 import openai
 import pytest
 
+from trainer.judge import VOTE_CHOICES, build_prm_messages, parse_vote
+from trainer.judge_client import JudgeEndpoint, complete_n
+
 pytestmark = pytest.mark.stack
 
 
@@ -72,7 +75,8 @@ def test_feedback_and_follow_ups_become_judgements_and_samples(stack, stack_api_
     )
     by_id = {row[0]: row[1:] for row in rows}
     source, score, votes, *_ = by_id[first.id]
-    assert source == "prm" and votes == 3 and score in (-1, 0, 1)  # the real judge decided
+    # The default judge read "Wrong, I asked about Italy. ..." in the next message.
+    assert source == "prm" and votes == 1 and score == -1
     assert by_id[second.id][:2] == ("feedback", 1) and by_id[second.id][3:5] == ("rl", 1.0)
     assert by_id[third.id][3:6] == ("combined", -1.0, "Start your answer with 'Sure!'")
     assert by_id[third.id][6] > 0
@@ -82,3 +86,16 @@ def test_feedback_and_follow_ups_become_judgements_and_samples(stack, stack_api_
         (first.id,),
     )[0][0]
     assert all(vote["text"] for vote in raw_votes)  # the raw judge text is stored with each vote
+
+
+def test_the_llm_judge_on_vllm_gets_votes_that_all_parse(stack) -> None:
+    """PARLEY_JUDGE=llm against the real vLLM: structured outputs keep every vote to a box."""
+    endpoint = JudgeEndpoint(base_url=stack.vllm_url, model="base", max_tokens=16)
+    messages = build_prm_messages(
+        request="What is the capital of Italy?",
+        answer="The capital of Italy is Paris.",
+        next_state="[user] No, that's wrong. Paris is in France.",
+    )
+    texts = complete_n(endpoint, messages, 3, choices=VOTE_CHOICES)
+    assert len(texts) == 3 and all(text in VOTE_CHOICES for text in texts)
+    assert all(parse_vote(text) is not None for text in texts)

@@ -82,6 +82,7 @@ def _worker_env(serving_url: str, var_dir, models_dir=ROOT / "var" / "models") -
         PARLEY_BROKER_VISIBILITY_TIMEOUT="5",
         VLLM_BASE_URLS=serving_url,
         JUDGE_BASE_URL=serving_url,
+        PARLEY_JUDGE="llm",  # the worker must be inside the task, at the (slow) judge model
         PARLEY_ADAPTERS_DIR=str(var_dir),
         PARLEY_GATE_MAX_KL="100",
         PARLEY_GATE_MAX_PPL_RATIO="100",

@@ -47,14 +47,6 @@ class MessageEvidence:
     fingerprint: str
     prompt_messages: list[dict[str, Any]] = field(default_factory=list)
 
-    @property
-    def needs_prm(self) -> bool:
-        return self.rating == 0
-
-    @property
-    def needs_judge_hint(self) -> bool:
-        return self.user_hint is None and bool(self.next_state_id or self.conversation_end)
-
 
 def ineligibility(*, message: Message) -> str | None:
     """Why this turn may never become a sample, or None when it may."""

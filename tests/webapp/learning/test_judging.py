@@ -21,26 +21,27 @@ pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
 
 class ScriptedJudge:
-    """A judge model that answers from a script and records each prompt it was asked."""
+    """The LLM judge answering from a script and recording each prompt it was asked."""
 
     model = "scripted"
 
     def __init__(self) -> None:
         self.votes = ["ok \\boxed{-1}", "\\boxed{-1}", "\\boxed{1}"]
         self.hints = [
-            "[HINT_START]Answer in one short sentence.[HINT_END]",
-            "[HINT_START]ok[HINT_END]",
+            "\\boxed{1} [HINT_START]That's wrong: 2+2 is 4, answer it right.[HINT_END]",
+            "\\boxed{1} [HINT_START]ok[HINT_END]",
             "none",
         ]
         self.calls: list[list[dict]] = []
 
-    def complete(self, messages: list[dict], n: int) -> list[str]:
+    def complete(self, messages: list[dict], n: int, choices=None) -> list[str]:
         self.calls.append(messages)
         return (self.hints if "[HINT_START]" in messages[-1]["content"] else self.votes)[:n]
 
 
 @pytest.fixture
-def judge(monkeypatch) -> ScriptedJudge:
+def judge(monkeypatch, settings) -> ScriptedJudge:
+    settings.JUDGE_KIND = "llm"
     monkeypatch.setattr("webapp.core.outbox.send", lambda *a: None)
     return ScriptedJudge()
 
@@ -126,14 +127,14 @@ def test_a_plain_follow_up_is_judged_by_majority_of_prm_votes(judge, user) -> No
     assert judgement.source == "prm" and judgement.score == -1
     assert [v["score"] for v in judgement.votes] == [-1, -1, 1]
     assert all(v["text"] for v in judgement.votes)
-    assert judgement.hint == "Answer in one short sentence."
+    assert judgement.hint == "That's wrong: 2+2 is 4, answer it right."
     prm_prompt = judge.calls[0][-1]["content"]
     assert "What is 2+2?" in prm_prompt and "5" in prm_prompt and "No, that's wrong" in prm_prompt
     sample = Sample.objects.get(message=answer)
     assert (sample.kind, sample.reward, sample.hint) == (
         "combined",
         -1.0,
-        "Answer in one short sentence.",
+        "That's wrong: 2+2 is 4, answer it right.",
     )
 
 
@@ -294,3 +295,37 @@ def test_a_rated_answer_in_a_closed_session_is_judged_once(judge, user) -> None:
     finalize_conversation(answer.conversation_id, judge=judge)
     assert Judgement.objects.filter(message=answer).count() == 1
     assert Sample.objects.filter(message=answer).count() == 1
+
+
+def test_the_default_judge_reads_a_correction_in_the_next_message(judge, user, settings) -> None:
+    settings.JUDGE_KIND = "cues"
+    answer = _turn(user, question="What is the capital of Italy?", answer="Paris.")
+    _follow_up(answer, "No, that's wrong. Paris is in France.")
+    judge_message(answer.pk, judge=judge)
+    judgement = Judgement.objects.get(message=answer)
+    assert (judgement.source, judgement.score, judgement.judge_model) == ("prm", -1, "cues")
+    assert judgement.prompt_version == "cues-v1"
+    assert [v["score"] for v in judgement.votes] == [-1]
+    assert judgement.hint == "No, that's wrong. Paris is in France."
+    sample = Sample.objects.get(message=answer)
+    assert (sample.kind, sample.reward) == ("combined", -1.0)
+
+
+def test_unparseable_votes_and_a_nonsense_hint_make_no_opd_sample(judge, user) -> None:
+    """What the 135M judge really wrote in a session that kept asking for lowercase."""
+    judge.votes = ["The assistant should", "", "\\boxed{-1}"]
+    judge.hints = [
+        "",
+        "[HINT_START][HINT_END]",
+        "\\boxed{1} [HINT_START]To find the second-to-last uppercase letter, you need to "
+        "find the third-to-last uppercase letter. ### Instruction[HINT_END]",
+    ]
+    answer = _turn(user, question="Write 'HELLO' in lowercase.", answer="HELLO")
+    _follow_up(answer, "in lowercase please, I asked twice")
+    judge_message(answer.pk, judge=judge)
+    judgement = Judgement.objects.get(message=answer)
+    assert [v["score"] for v in judgement.votes] == [None, None, -1]
+    assert judgement.votes[0]["text"] == "The assistant should" and judgement.score == -1
+    assert judgement.hint == "" and len(judgement.hint_votes) == 3
+    sample = Sample.objects.get(message=answer)
+    assert (sample.kind, sample.hint) == ("rl", "")

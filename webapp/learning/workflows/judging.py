@@ -10,19 +10,11 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from django.conf import settings
 
-from trainer.judge import (
-    PROMPT_VERSION,
-    build_hint_messages,
-    build_prm_messages,
-    extract_hint,
-    majority,
-    parse_vote,
-    select_hint,
-)
+from trainer.judge import judge_verdict
 from trainer.judge_client import JudgeEndpoint, complete_n
 from webapp.chat.models import Conversation, Message
 from webapp.learning import services
@@ -36,7 +28,9 @@ class JudgeModel(Protocol):
     @property
     def model(self) -> str: ...
 
-    def complete(self, messages: list[dict[str, str]], n: int) -> list[str]: ...
+    def complete(
+        self, messages: list[dict[str, str]], n: int, choices: tuple[str, ...] | None = None
+    ) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -49,8 +43,10 @@ class HttpJudge:
     def model(self) -> str:
         return self.endpoint.model
 
-    def complete(self, messages: list[dict[str, str]], n: int) -> list[str]:
-        return complete_n(self.endpoint, messages, n)
+    def complete(
+        self, messages: list[dict[str, str]], n: int, choices: tuple[str, ...] | None = None
+    ) -> list[str]:
+        return complete_n(self.endpoint, messages, n, choices=choices)
 
 
 def judge_from_settings() -> HttpJudge:
@@ -61,6 +57,7 @@ def judge_from_settings() -> HttpJudge:
             api_key=settings.JUDGE_API_KEY,
             max_tokens=settings.JUDGE_MAX_TOKENS,
             temperature=settings.JUDGE_TEMPERATURE,
+            constrained=settings.JUDGE_CONSTRAINED,
         )
     )
 
@@ -80,39 +77,28 @@ def judge_message(
     if services.judgement_exists(message_id=message_id, fingerprint=evidence.fingerprint):
         return None  # a redelivered task: the first run already recorded it
     started = time.monotonic()
-    m = settings.JUDGE_VOTES
-    votes: list[dict[str, Any]] = []
-    score = evidence.rating
     source = (
         "feedback" if evidence.rating else ("session_end" if evidence.conversation_end else "prm")
     )
-    if evidence.needs_prm and evidence.next_state:
-        texts = judge.complete(
-            build_prm_messages(
-                request=evidence.request, answer=evidence.answer, next_state=evidence.next_state
-            ),
-            m,
-        )
-        votes = [{"score": parse_vote(text), "text": text} for text in texts]
-        score = majority(vote["score"] for vote in votes)
-    hint, hint_texts = evidence.user_hint, []
-    if evidence.needs_judge_hint:
-        hint_texts = judge.complete(
-            build_hint_messages(
-                request=evidence.request, answer=evidence.answer, next_state=evidence.next_state
-            ),
-            m,
-        )
-        hint = select_hint(extract_hint(text) for text in hint_texts)
+    verdict = judge_verdict(
+        kind=settings.JUDGE_KIND,
+        request=evidence.request,
+        answer=evidence.answer,
+        next_state=evidence.next_state,
+        rating=evidence.rating,
+        user_hint=evidence.user_hint,
+        m=settings.JUDGE_VOTES,
+        complete=judge.complete,
+    )
     judgement = services.judgement_record(
         evidence=evidence,
         source=source,
-        votes=votes,
-        score=score,
-        hint=hint,
-        hint_votes=hint_texts,
-        judge_model=judge.model,
-        prompt_version=PROMPT_VERSION,
+        votes=verdict.votes,
+        score=verdict.score,
+        hint=verdict.hint,
+        hint_votes=verdict.hint_votes,
+        judge_model=judge.model if settings.JUDGE_KIND == "llm" else "cues",
+        prompt_version=verdict.version,
         seconds=time.monotonic() - started,
         keep_without_signal=conversation_end,
     )
