@@ -116,7 +116,7 @@ async def test_an_api_session_id_never_joins_another_users_conversation(alice, b
     async def fake_stream(messages, *, model, params=None, base_url=None):
         yield {"id": "x", "choices": [{"index": 0, "delta": {"content": "ok"}}]}
 
-    monkeypatch.setattr("webapp.api.views.stream_chat", fake_stream)
+    monkeypatch.setattr("webapp.api.completions.stream_chat", fake_stream)
     await Conversation.objects.filter(pk=bob.conversation.pk).aupdate(
         source=Conversation.Source.API, external_session_id="shared-session"
     )

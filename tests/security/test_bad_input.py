@@ -13,8 +13,8 @@ from django.urls import reverse
 
 from webapp.asgi import application
 from webapp.chat import consumers
+from webapp.chat.feedback_spec import MAX_FEEDBACK_TEXT
 from webapp.chat.models import Feedback, Message
-from webapp.chat.services import MAX_FEEDBACK_TEXT
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 
@@ -29,7 +29,7 @@ def no_model(monkeypatch):
         raise AssertionError("the model server was called for a bad request")
         yield  # pragma: no cover - makes this an async generator
 
-    monkeypatch.setattr("webapp.api.views.stream_chat", refuse)
+    monkeypatch.setattr("webapp.api.completions.stream_chat", refuse)
     monkeypatch.setattr(consumers, "stream_chat", refuse)
 
 

@@ -34,6 +34,15 @@ def message_get_for_user(*, user: Any, pk: int) -> Message:
         raise Http404("No such message") from exc
 
 
+def answer_get_by_completion(*, owner: Any, completion_id: str) -> Message | None:
+    """The answer a /v1 completion id names, if ``owner``'s (an API client rates by that id)."""
+    return (
+        Message.objects.filter(completion_id=completion_id, conversation__owner=owner)
+        .select_related("conversation")
+        .first()
+    )
+
+
 @dataclass(frozen=True)
 class TranscriptEntry:
     message: Message

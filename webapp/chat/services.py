@@ -16,6 +16,11 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from webapp.chat.feedback_spec import (
+    FeedbackInvalid,
+    check_changes,
+    feedback_state,
+)
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.chat.selectors import transcript
 from webapp.inference import ChoiceResult
@@ -23,10 +28,6 @@ from webapp.learning.models import PolicyVersion
 from webapp.learning.triggers import queue_judgement, queue_session_end
 
 TITLE_LENGTH = 60
-
-
-class FeedbackInvalid(ValueError):
-    """Feedback that cannot be stored as given; str() says why."""
 
 
 def conversation_create(
@@ -226,53 +227,37 @@ def _clean_tags(tags: Iterable[str], allowed: Iterable[str]) -> list[str]:
     return cleaned
 
 
-MAX_FEEDBACK_TEXT = 20_000
-
-
 @transaction.atomic
 def feedback_set(
     *,
     message: Message,
     author: Any,
-    rating: int | None = None,
     tags: Iterable[str] | None = None,
-    comment: str | None = None,
-    correction: str | None = None,
     allowed_tags: Iterable[str] = (),
+    **changes: int | str | None,
 ) -> Feedback:
-    """Create or change ``author``'s feedback on an answer; ``None`` leaves a field as it is.
+    """Create or change ``author``'s feedback on an answer.
 
-    Rating 0 withdraws the thumb. Every earlier state is kept in ``history``.
+    ``changes`` names fields of ``feedback_spec.FIELDS`` (``rating=1``, ``comment="..."``);
+    ``None`` leaves a field as it is. Rating 0 withdraws the thumb. Every earlier state is kept
+    in ``history``.
     """
     if message.role != Message.Role.ASSISTANT:
         raise FeedbackInvalid("feedback can only be given on assistant answers")
-    if rating is not None and rating not in (-1, 0, 1):
-        raise FeedbackInvalid("rating must be 1, -1 or 0")
-    for label, text in (("comment", comment), ("correction", correction)):
-        if text is not None and len(text) > MAX_FEEDBACK_TEXT:
-            raise FeedbackInvalid(f"{label} is longer than {MAX_FEEDBACK_TEXT} characters")
+    check_changes(changes)
     feedback, created = Feedback.objects.select_for_update().get_or_create(
         message=message, author=author
     )
     if not created:
         feedback.history = [
             *feedback.history,
-            {
-                "rating": feedback.rating,
-                "tags": feedback.tags,
-                "comment": feedback.comment,
-                "correction": feedback.correction,
-                "at": feedback.updated_at.isoformat(),
-            },
+            {**feedback_state(feedback), "at": feedback.updated_at.isoformat()},
         ]
-    if rating is not None:
-        feedback.rating = rating
+    for name, value in changes.items():
+        if value is not None:
+            setattr(feedback, name, value.strip() if isinstance(value, str) else value)
     if tags is not None:
         feedback.tags = _clean_tags(tags, allowed_tags)
-    if comment is not None:
-        feedback.comment = comment.strip()
-    if correction is not None:
-        feedback.correction = correction.strip()
     feedback.save()
     queue_judgement(message_ids=[message.pk])
     return feedback

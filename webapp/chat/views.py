@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from webapp.chat import fragments, services
+from webapp.chat.feedback_spec import FIELDS
 from webapp.chat.forms import ConversationStartForm, FeedbackForm, RenameForm, TrainConsentForm
 from webapp.chat.models import Conversation, Message
 from webapp.chat.selectors import (
@@ -144,13 +145,12 @@ def message_feedback(request: HttpRequest, pk: int) -> HttpResponse:
             services.feedback_rate(message=message, author=request.user, rating=data["rating"])
         elif data["tag"]:
             services.feedback_toggle_tag(message=message, author=request.user, tag=data["tag"])
-        elif "comment" in request.POST or "correction" in request.POST:
-            services.feedback_set(
-                message=message,
-                author=request.user,
-                comment=data["comment"] if "comment" in request.POST else None,
-                correction=data["correction"] if "correction" in request.POST else None,
-            )
+        elif changes := {
+            f.name: data[f.name]
+            for f in FIELDS
+            if f.name in request.POST and data[f.name] is not None
+        }:
+            services.feedback_set(message=message, author=request.user, **changes)
         else:
             return HttpResponseBadRequest("Nothing to change.")
     except services.FeedbackInvalid as exc:

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from trainer.judge import feedback_hint, is_useful_hint
+from webapp.chat.feedback_spec import feedback_state
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.chat.selectors import prompt_path
 from webapp.learning.models import Judgement, Sample
@@ -111,10 +112,8 @@ def turn_evidence(*, message: Message, session_end: bool = False) -> TurnEvidenc
         # The session's end is evidence only when nothing else is: an answer the user rated
         # or commented on is judged on that, once, however the session closed.
         "end": session_end and not (message.next_state_id or rating or user_hint or correction),
-        "rating": rating,
         "hint": user_hint,
-        "correction": correction,
-        "tags": feedback.tags if feedback else [],
+        **feedback_state(feedback),
     }
     return TurnEvidence(
         message_id=message.pk,
