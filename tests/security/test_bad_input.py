@@ -11,6 +11,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient, Client
 from django.urls import reverse
 
+from tests.sockets import connected_socket
 from webapp.asgi import application
 from webapp.chat import consumers
 from webapp.chat.feedback_spec import MAX_FEEDBACK_TEXT
@@ -159,19 +160,6 @@ def test_invalid_utf8_and_nul_in_web_forms_never_reach_the_database(client, alic
     assert response.status_code == 400
 
 
-async def _open(user, conversation_id: int) -> WebsocketCommunicator:
-    client = Client()
-    await database_sync_to_async(client.force_login)(user)
-    headers = [
-        (b"origin", b"http://testserver"),
-        (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
-    ]
-    socket = WebsocketCommunicator(application, f"/ws/chat/{conversation_id}/", headers=headers)
-    connected, _ = await socket.connect()
-    assert connected
-    return socket
-
-
 @pytest.mark.parametrize(
     ("frame", "reply"),
     [
@@ -206,7 +194,7 @@ async def _open(user, conversation_id: int) -> WebsocketCommunicator:
 async def test_bad_websocket_frames_get_an_error_and_the_socket_stays_usable(
     alice, frame, reply, no_model
 ) -> None:
-    socket = await _open(alice.user, alice.conversation.pk)
+    socket = await connected_socket(alice.user, alice.conversation.pk)
     await socket.send_to(**frame)
     answer = await socket.receive_from(timeout=10)
     assert reply in answer and 'data-state="idle"' in answer

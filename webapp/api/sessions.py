@@ -148,9 +148,7 @@ def api_turn_record(
             new.append(parent)
     assert parent is not None
     if not side and new and new[0].role in (Message.Role.USER, Message.Role.TOOL):
-        answered = new[0].parent
-        if answered is not None and answered.is_assistant and answered.turn_type == "main":
-            chat_services.message_link_next_state(turns=[answered], next_state=new[0])
+        chat_services.next_state_record(answered=new[0].parent, next_state=new[0])
     return RecordedTurn(conversation=conversation, prompt_tail=parent, new_messages=new)
 
 

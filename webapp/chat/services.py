@@ -206,6 +206,26 @@ def message_select(*, message: Message) -> Message:
     return message
 
 
+def takes_next_state(answer: Message | None) -> bool:
+    """Whether a new message after ``answer`` is its next state (what the judge sees).
+
+    Only a main-line answer that was really given has one: a side turn (a heartbeat) is no
+    part of the conversation, and a failed answer never reached the user.
+    """
+    return (
+        answer is not None
+        and answer.is_assistant
+        and answer.turn_type == Message.TurnType.MAIN
+        and answer.status != Message.Status.FAILED
+    )
+
+
+def next_state_record(*, answered: Message | None, next_state: Message) -> None:
+    """Link ``next_state`` to the answer it follows, where that answer takes one."""
+    if answered is not None and takes_next_state(answered):
+        message_link_next_state(turns=[answered], next_state=next_state)
+
+
 def message_link_next_state(*, turns: Iterable[Message], next_state: Message) -> None:
     """Record that ``next_state`` is what followed each of ``turns`` in the session."""
     ids = [turn.pk for turn in turns]
@@ -290,16 +310,15 @@ def conversation_start(*, owner: Any, content: str = "") -> Conversation:
 def user_message_send(*, conversation: Conversation, content: str) -> Message:
     """The user's next message, after the end of the transcript.
 
-    It is the next state of the answer it follows (what the judge sees), unless that answer
-    failed and so was never really given.
+    It is the next state of the answer it follows, where that answer takes one
+    (``takes_next_state``).
     """
     entries = transcript(conversation=conversation)
     tail = entries[-1].message if entries else None
     message = message_append(
         conversation=conversation, role=Message.Role.USER, content=content, parent=tail
     )
-    if tail is not None and tail.is_assistant and tail.status != Message.Status.FAILED:
-        message_link_next_state(turns=[tail], next_state=message)
+    next_state_record(answered=tail, next_state=message)
     return message
 
 

@@ -95,6 +95,13 @@ def conversation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
+def _changed(request: HttpRequest, conversation: Conversation, template: str) -> HttpResponse:
+    """The changed part of the page for htmx, else the conversation's page again."""
+    if request.htmx:
+        return render(request, template, {"current": conversation})
+    return redirect("chat:conversation", pk=conversation.pk)
+
+
 @login_required
 @require_POST
 def conversation_rename(request: HttpRequest, pk: int) -> HttpResponse:
@@ -103,9 +110,7 @@ def conversation_rename(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         return HttpResponseBadRequest("A title is at most 200 characters.")
     services.conversation_rename(conversation=conversation, title=form.cleaned_data["title"])
-    if request.htmx:
-        return render(request, "chat/_conversation_header.html", {"current": conversation})
-    return redirect("chat:conversation", pk=conversation.pk)
+    return _changed(request, conversation, "chat/_conversation_header.html")
 
 
 @login_required
@@ -127,9 +132,7 @@ def conversation_consent(request: HttpRequest, pk: int) -> HttpResponse:
     services.conversation_set_train_consent(
         conversation=conversation, consent=form.cleaned_data.get("train_consent", False)
     )
-    if request.htmx:
-        return render(request, "chat/_consent.html", {"current": conversation})
-    return redirect("chat:conversation", pk=conversation.pk)
+    return _changed(request, conversation, "chat/_consent.html")
 
 
 @login_required

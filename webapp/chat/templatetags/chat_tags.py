@@ -13,11 +13,3 @@ register = template.Library()
 @register.filter
 def markdown(text: str) -> SafeString:
     return render_markdown(text or "")
-
-
-@register.simple_tag
-def learning_status(message_id: int) -> str:
-    """The answer's learning status as stored now (live updates replace it over the websocket)."""
-    from webapp.learning.selectors import learning_status as status
-
-    return status(message_id=message_id)
