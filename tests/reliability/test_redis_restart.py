@@ -29,7 +29,7 @@ from webapp.infra.embedded import EmbeddedRedis
 from webapp.learning.selectors import policy_version_live
 from webapp.learning.services import turns_awaiting_judgement
 
-pytestmark = [pytest.mark.services]
+pytestmark = [pytest.mark.services, pytest.mark.redis]
 
 JUDGE = "trainer.tasks.judging.judge_message"
 

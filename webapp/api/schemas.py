@@ -131,15 +131,8 @@ class ChatRequest:
         return int(self.params.get("n") or 1)
 
 
-def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise bad("'model' is required and must be a string.", "model")
-    raw_messages = body.get("messages")
-    if not isinstance(raw_messages, list) or not raw_messages:
-        raise bad("'messages' must be a non-empty list.", "messages")
-    messages = [_message(raw, index) for index, raw in enumerate(raw_messages)]
-
+def _sampling_params(body: dict[str, Any]) -> dict[str, Any]:
+    """What vLLM is asked to sample with: the known fields, each checked."""
     params: dict[str, Any] = {}
     max_tokens = _integer(body, "max_completion_tokens", 1)
     if max_tokens is None:
@@ -190,6 +183,19 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
     ):
         if body.get(name) is not None:
             params[name] = body[name]
+    return params
+
+
+def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise bad("'model' is required and must be a string.", "model")
+    raw_messages = body.get("messages")
+    if not isinstance(raw_messages, list) or not raw_messages:
+        raise bad("'messages' must be a non-empty list.", "messages")
+    messages = [_message(raw, index) for index, raw in enumerate(raw_messages)]
+
+    params = _sampling_params(body)
 
     stream = body.get("stream", False)
     if not isinstance(stream, bool):

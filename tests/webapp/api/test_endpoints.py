@@ -138,6 +138,7 @@ async def test_oversized_body_is_413(secret, settings) -> None:
     _assert_openai_error(await _post(AsyncClient(), "/v1/chat/completions", big, secret), 413)
 
 
+@pytest.mark.redis
 async def test_rate_limit_is_429_with_retry_after(secret, scripted, settings) -> None:
     import redis
 
