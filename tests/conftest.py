@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import Launcher, clean_env, free_port
 
-pytest_plugins = ["tests.users"]
+pytest_plugins = ["tests.fixtures"]
 
 
 @dataclass

@@ -72,10 +72,12 @@ class AnswerFactory(factory.Factory):
     tool_calls = factory.LazyFunction(list)
     completion_id = None
     served_model = None
+    policy_version = None  # the live version
+    turn_type = Message.TurnType.MAIN
 
     @classmethod
     def _create(cls, model_class: type[Message], **kw: Any) -> Message:
-        version = policy_version_live()
+        version = kw["policy_version"] or policy_version_live()
         parent: Message = kw["parent"]
         message = services.assistant_message_start(
             conversation=parent.conversation,
@@ -83,6 +85,7 @@ class AnswerFactory(factory.Factory):
             policy_version=version,
             served_model=kw["served_model"] or version.served_name("parley"),
             sampling_params=kw["sampling_params"],
+            turn_type=kw["turn_type"],
         )
         return services.assistant_message_finish(
             message=message,

@@ -21,12 +21,11 @@ import pytest
 import redis as redis_py
 from django.contrib.auth import get_user_model
 
+from tests.factories import AnswerFactory
 from webapp.celery import app
 from webapp.chat import services
 from webapp.chat.models import Feedback
-from webapp.inference import ChoiceResult
 from webapp.infra.embedded import EmbeddedRedis
-from webapp.learning.selectors import policy_version_live
 from webapp.learning.services import turns_awaiting_judgement
 
 pytestmark = [pytest.mark.services, pytest.mark.redis]
@@ -98,21 +97,15 @@ def test_with_the_broker_down_feedback_is_stored_and_the_sweep_queues_it_later(b
     from trainer.tasks.judging import judge_pending
 
     user = get_user_model().objects.create_user("erin")
-    conversation = services.conversation_create(owner=user)
-    question = services.user_message_send(conversation=conversation, content="2+2?")
-    version = policy_version_live()
-    answer = services.assistant_message_start(
-        conversation=conversation,
-        parent=question,
-        policy_version=version,
-        served_model=version.served_name("parley"),
-        sampling_params={},
-    )
-    answer = services.assistant_message_finish(
-        message=answer,
-        result=ChoiceResult(content="5", token_ids=[1], token_logprobs=[-0.1]),
+    answer = AnswerFactory(
+        parent__conversation__owner=user,
+        parent__content="2+2?",
+        content="5",
+        token_ids=[1],
+        token_logprobs=[-0.1],
         prompt_token_ids=[1],
         usage={},
+        sampling_params={},
     )
     broker.stop()
     started = time.monotonic()

@@ -13,13 +13,9 @@ from webapp.chat.models import Conversation, Message
 
 
 @pytest.fixture(autouse=True)
-def no_broker(monkeypatch):
+def no_broker(recorded_tasks):
     """Queued tasks are recorded instead of sent: these tests are about the web layer."""
-    sent: list[tuple[str, object]] = []
-    monkeypatch.setattr(
-        "webapp.learning.triggers._send", lambda name, arg, queue="judge": sent.append((name, arg))
-    )
-    return sent
+    return recorded_tasks
 
 
 @dataclass

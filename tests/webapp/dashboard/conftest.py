@@ -19,13 +19,9 @@ from webapp.learning.selectors import policy_version_live
 
 
 @pytest.fixture(autouse=True)
-def no_broker(monkeypatch):
+def no_broker(recorded_tasks):
     """Queued tasks are recorded instead of sent (the re-judge tests read them)."""
-    sent: list[tuple[str, list]] = []
-    monkeypatch.setattr(
-        "webapp.learning.triggers._send", lambda name, arg, queue="judge": sent.append((name, arg))
-    )
-    return sent
+    return recorded_tasks
 
 
 @pytest.fixture
