@@ -96,30 +96,21 @@ def free_port() -> int:
 
 
 def vllm_command(args: argparse.Namespace, port: int) -> tuple[list[str], dict[str, str]]:
-    """vLLM's OpenAI server as webapp/infra/serving.py starts it, with this check's settings."""
-    command = [
-        sys.executable,
-        *("-m", "vllm.entrypoints.openai.api_server"),
-        *("--model", str(args.model), "--served-model-name", BASE_NAME),
-        *("--host", "127.0.0.1", "--port", str(port)),
-        *("--dtype", "float32" if args.cpu else "bfloat16"),
-        *("--max-model-len", "2048"),
-        *("--enable-lora", "--max-lora-rank", "16", "--max-loras", "2"),
-        "--disable-uvicorn-access-log",
-    ]
-    if not args.cpu:
-        command += ["--gpu-memory-utilization", str(args.gpu_memory_utilization)]
-    env = dict(os.environ)
-    env.update(
-        VLLM_ALLOW_RUNTIME_LORA_UPDATING="True",
-        HF_HUB_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-        VLLM_NO_USAGE_STATS="1",
-        DO_NOT_TRACK="1",
+    """vLLM's OpenAI server as the `serve` process starts it, with this check's settings."""
+    from webapp.infra.serving import VllmOptions, vllm_server_command
+
+    extra = () if args.cpu else ("--gpu-memory-utilization", str(args.gpu_memory_utilization))
+    return vllm_server_command(
+        VllmOptions(
+            model_dir=str(args.model),
+            served_name=BASE_NAME,
+            port=port,
+            dtype="float32" if args.cpu else "bfloat16",
+            max_loras=2,
+            extra_args=extra,
+            cpu_kvcache_space=2 if args.cpu else None,
+        )
     )
-    if args.cpu:
-        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
-    return command, env
 
 
 @contextlib.contextmanager

@@ -9,6 +9,8 @@ import pytest
 
 from tests.helpers import Launcher, clean_env, free_port
 
+pytest_plugins = ["tests.fixtures"]
+
 
 @dataclass
 class Stack:

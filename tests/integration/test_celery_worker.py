@@ -10,7 +10,7 @@ import pytest
 from tests.helpers import start_worker
 from webapp.core.tasks import ping
 
-pytestmark = pytest.mark.services
+pytestmark = [pytest.mark.services, pytest.mark.redis]
 
 
 @pytest.fixture(scope="module")

@@ -19,10 +19,10 @@ from urllib.parse import quote
 import pytest
 from django.contrib.auth import get_user_model
 
+from tests.factories import AnswerFactory
 from tests.helpers import ROOT, start_worker
 from webapp.celery import app
 from webapp.chat import services
-from webapp.inference import ChoiceResult
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.selectors import policy_version_live
 
@@ -120,19 +120,16 @@ def _settled(update_id: int) -> bool:
 
 
 def _answer(user, question: str = "What is 2+2?"):
-    conversation = services.conversation_create(owner=user)
-    prompt = services.message_append(conversation=conversation, role="user", content=question)
-    return services.assistant_message_finish(
-        message=services.assistant_message_start(
-            conversation=conversation,
-            parent=prompt,
-            policy_version=policy_version_live(),
-            served_model="base",
-            sampling_params={},
-        ),
-        result=ChoiceResult(content="5", token_ids=[20, 21], token_logprobs=[-1.0, -1.5]),
+    return AnswerFactory(
+        parent__conversation__owner=user,
+        parent__content=question,
+        content="5",
+        token_ids=[20, 21],
+        token_logprobs=[-1.0, -1.5],
         prompt_token_ids=[1, 9690, 198],
         usage=None,
+        served_model="base",
+        sampling_params={},
     )
 
 

@@ -14,7 +14,7 @@ import pytest
 import redis.exceptions
 from channels_redis.core import RedisChannelLayer
 
-pytestmark = [pytest.mark.services]
+pytestmark = [pytest.mark.services, pytest.mark.redis]
 
 
 def _layer(settings, hosts=None) -> RedisChannelLayer:

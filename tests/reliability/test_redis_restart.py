@@ -23,18 +23,17 @@ import redis as redis_py
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from tests.factories import AnswerFactory
 from webapp.celery import app
 from webapp.chat import services
 from webapp.chat.models import Feedback, Message
-from webapp.inference import ChoiceResult
 from webapp.infra.embedded import EmbeddedRedis
 from webapp.learning import training
 from webapp.learning.models import Judgement, Sample, TrainingUpdate
-from webapp.learning.selectors import policy_version_live
 from webapp.learning.services import messages_awaiting_judgement
 from webapp.learning.workflows.recovery import requeue_pending
 
-pytestmark = [pytest.mark.services]
+pytestmark = [pytest.mark.services, pytest.mark.redis]
 
 JUDGE = "webapp.learning.tasks.judge_message"
 
@@ -101,21 +100,15 @@ def test_a_queued_task_survives_redis_being_killed(broker) -> None:
 
 def _answer(user) -> Message:
     """A finished answer to "2+2?" in a new conversation of ``user``."""
-    conversation = services.conversation_create(owner=user)
-    question = services.user_message_send(conversation=conversation, content="2+2?")
-    version = policy_version_live()
-    answer = services.assistant_message_start(
-        conversation=conversation,
-        parent=question,
-        policy_version=version,
-        served_model=version.served_name("parley"),
-        sampling_params={},
-    )
-    return services.assistant_message_finish(
-        message=answer,
-        result=ChoiceResult(content="5", token_ids=[1], token_logprobs=[-0.1]),
+    return AnswerFactory(
+        parent__conversation__owner=user,
+        parent__content="2+2?",
+        content="5",
+        token_ids=[1],
+        token_logprobs=[-0.1],
         prompt_token_ids=[1],
         usage={},
+        sampling_params={},
     )
 
 

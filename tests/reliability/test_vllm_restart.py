@@ -19,11 +19,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.test import AsyncClient, Client
+from django.test import AsyncClient
 
 from tests.helpers import free_port
+from tests.sockets import connected_socket
 from webapp import inference
-from webapp.asgi import application
 from webapp.chat.models import Message
 from webapp.infra.serving import vllm_command
 from webapp.learning.models import PolicyVersion
@@ -151,18 +151,6 @@ async def test_a_server_killed_mid_answer_ends_the_stream_with_an_error_and_keep
     assert plain.status_code == 503 and plain["Retry-After"]
 
 
-async def _socket(conversation_id: int, user) -> WebsocketCommunicator:
-    client = Client()
-    await database_sync_to_async(client.force_login)(user)
-    headers = [
-        (b"origin", b"http://testserver"),
-        (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
-    ]
-    socket_ = WebsocketCommunicator(application, f"/ws/chat/{conversation_id}/", headers=headers)
-    assert (await socket_.connect())[0]
-    return socket_
-
-
 async def _until_idle(socket_: WebsocketCommunicator) -> str:
     frames = []
     while True:
@@ -178,7 +166,7 @@ async def test_the_chat_page_shows_the_error_and_retry_works_once_it_is_back(ser
 
     user = await get_user_model().objects.acreate_user("carol")
     conversation = await database_sync_to_async(services.conversation_create)(owner=user)
-    socket_ = await _socket(conversation.pk, user)
+    socket_ = await connected_socket(user, conversation.pk)
     await socket_.send_to(text_data=json.dumps({"action": "send", "content": "Say hi"}))
     shown = await _until_idle(socket_)
     assert "The model server is not answering right now" in shown
@@ -203,7 +191,7 @@ async def test_the_chat_page_shows_an_error_when_the_server_dies_mid_answer(serv
     serving.start()
     user = await get_user_model().objects.acreate_user("dave")
     conversation = await database_sync_to_async(services.conversation_create)(owner=user)
-    socket_ = await _socket(conversation.pk, user)
+    socket_ = await connected_socket(user, conversation.pk)
     await socket_.send_to(text_data=json.dumps({"action": "send", "content": "Say hi"}))
     shown = await _until_idle(socket_)
     assert "The model server is not answering right now" in shown
@@ -212,7 +200,7 @@ async def test_the_chat_page_shows_an_error_when_the_server_dies_mid_answer(serv
     assert (answer.status, answer.content) == ("failed", "Hi")
 
 
-def test_a_restarted_server_loads_the_live_adapter_before_taking_traffic(tmp_path) -> None:
+def test_the_serve_command_names_the_live_adapter_in_lora_modules(tmp_path) -> None:
     args, env = vllm_command()
     assert "--lora-modules" not in args  # v0 is live: the base model alone
     assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"

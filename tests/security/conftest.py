@@ -1,28 +1,21 @@
-"""Two users and one finished answer each, made through the services, and no real broker."""
+"""Two users and one finished answer each (tests.factories), and no real broker."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import pytest
-from django.contrib.auth import get_user_model
 
+from tests.factories import AnswerFactory, ConversationFactory, QuestionFactory, UserFactory
 from webapp.api.keys import api_key_create
 from webapp.api.models import ApiKey
-from webapp.chat import services
 from webapp.chat.models import Conversation, Message
-from webapp.inference import ChoiceResult
-from webapp.learning.selectors import policy_version_live
 
 
 @pytest.fixture(autouse=True)
-def no_broker(monkeypatch):
+def no_broker(recorded_tasks):
     """Queued tasks are recorded instead of sent: these tests are about the web layer."""
-    sent: list[tuple[str, object]] = []
-    monkeypatch.setattr(
-        "webapp.core.outbox.send", lambda task, args: sent.append((str(task), *args))
-    )
-    return sent
+    return recorded_tasks
 
 
 @dataclass
@@ -38,29 +31,18 @@ class Owned:
 
 
 def owned(username: str, password: str) -> Owned:
-    user = get_user_model().objects.create_user(username, password=password)
-    conversation = services.conversation_create(owner=user)
-    question = services.user_message_send(
-        conversation=conversation, content=f"{username}'s private question"
-    )
-    version = policy_version_live()
-    started = services.assistant_message_start(
-        conversation=conversation,
+    user = UserFactory(username=username, password=password)
+    conversation = ConversationFactory(owner=user)
+    question = QuestionFactory(conversation=conversation, content=f"{username}'s private question")
+    answer = AnswerFactory(
         parent=question,
-        policy_version=version,
-        served_model=version.served_name("parley"),
+        content=f"{username}'s private answer",
+        completion_id=f"chatcmpl-{username}",
         sampling_params={"max_tokens": 8},
-    )
-    started.completion_id = f"chatcmpl-{username}"
-    started.save(update_fields=["completion_id"])
-    answer = services.assistant_message_finish(
-        message=started,
-        result=ChoiceResult(
-            content=f"{username}'s private answer", token_ids=[1], token_logprobs=[-0.1]
-        ),
+        token_ids=[1],
+        token_logprobs=[-0.1],
         prompt_token_ids=[5, 6],
         usage={"prompt_tokens": 2, "completion_tokens": 1},
-        status="complete",
     )
     key, secret = api_key_create(owner=user, name=f"{username}'s key")
     return Owned(user, conversation, question, answer, key, secret)

@@ -10,14 +10,12 @@ import hashlib
 import json
 
 import pytest
-from channels.db import database_sync_to_async
-from channels.testing import WebsocketCommunicator
 from django.db import connection
-from django.test import AsyncClient, Client
+from django.test import AsyncClient
 from django.urls import reverse
 
+from tests.sockets import open_socket
 from webapp.api.models import ApiKey
-from webapp.asgi import application
 from webapp.chat.models import Conversation, Feedback, Message
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
@@ -116,7 +114,7 @@ async def test_an_api_session_id_never_joins_another_users_conversation(alice, b
     async def fake_stream(messages, *, model, params=None, base_url=None):
         yield {"id": "x", "choices": [{"index": 0, "delta": {"content": "ok"}}]}
 
-    monkeypatch.setattr("webapp.api.views.stream_chat", fake_stream)
+    monkeypatch.setattr("webapp.api.completions.stream_chat", fake_stream)
     await Conversation.objects.filter(pk=bob.conversation.pk).aupdate(
         source=Conversation.Source.API, external_session_id="shared-session"
     )
@@ -133,24 +131,12 @@ async def test_an_api_session_id_never_joins_another_users_conversation(alice, b
     assert await Message.objects.filter(conversation_id=bob.conversation.pk).acount() == 2
 
 
-async def _socket(user, conversation_id: int) -> tuple[WebsocketCommunicator, bool, object]:
-    client = Client()
-    await database_sync_to_async(client.force_login)(user)
-    headers = [
-        (b"origin", b"http://testserver"),
-        (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
-    ]
-    socket = WebsocketCommunicator(application, f"/ws/chat/{conversation_id}/", headers=headers)
-    connected, code = await socket.connect()
-    return socket, connected, code
-
-
 async def test_the_chat_socket_refuses_another_users_conversation_and_messages(alice, bob):
-    socket, connected, code = await _socket(alice.user, bob.conversation.pk)
+    socket, connected, code = await open_socket(alice.user, bob.conversation.pk)
     assert not connected and code == 4404
     await socket.disconnect()
 
-    socket, connected, _ = await _socket(alice.user, alice.conversation.pk)
+    socket, connected, _ = await open_socket(alice.user, alice.conversation.pk)
     assert connected
     for action in ("generate", "answer"):
         await socket.send_to(text_data=json.dumps({"action": action, "parent": bob.question.pk}))

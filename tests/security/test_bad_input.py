@@ -11,10 +11,11 @@ from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient, Client
 from django.urls import reverse
 
+from tests.sockets import connected_socket
 from webapp.asgi import application
 from webapp.chat import consumers
+from webapp.chat.feedback_spec import MAX_FEEDBACK_TEXT
 from webapp.chat.models import Feedback, Message
-from webapp.chat.services import MAX_FEEDBACK_TEXT
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 
@@ -29,7 +30,7 @@ def no_model(monkeypatch):
         raise AssertionError("the model server was called for a bad request")
         yield  # pragma: no cover - makes this an async generator
 
-    monkeypatch.setattr("webapp.api.views.stream_chat", refuse)
+    monkeypatch.setattr("webapp.api.completions.stream_chat", refuse)
     monkeypatch.setattr(consumers, "stream_chat", refuse)
 
 
@@ -159,19 +160,6 @@ def test_invalid_utf8_and_nul_in_web_forms_never_reach_the_database(client, alic
     assert response.status_code == 400
 
 
-async def _open(user, conversation_id: int) -> WebsocketCommunicator:
-    client = Client()
-    await database_sync_to_async(client.force_login)(user)
-    headers = [
-        (b"origin", b"http://testserver"),
-        (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
-    ]
-    socket = WebsocketCommunicator(application, f"/ws/chat/{conversation_id}/", headers=headers)
-    connected, _ = await socket.connect()
-    assert connected
-    return socket
-
-
 @pytest.mark.parametrize(
     ("frame", "reply"),
     [
@@ -206,7 +194,7 @@ async def _open(user, conversation_id: int) -> WebsocketCommunicator:
 async def test_bad_websocket_frames_get_an_error_and_the_socket_stays_usable(
     alice, frame, reply, no_model
 ) -> None:
-    socket = await _open(alice.user, alice.conversation.pk)
+    socket = await connected_socket(alice.user, alice.conversation.pk)
     await socket.send_to(**frame)
     answer = await socket.receive_from(timeout=10)
     assert reply in answer and 'data-state="idle"' in answer

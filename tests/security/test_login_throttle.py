@@ -94,6 +94,7 @@ def test_the_window_expires(client, alice, settings) -> None:
     assert _login(client, "alice", "wonderland-42").status_code == 302
 
 
+@pytest.mark.redis
 def test_counts_are_shared_through_redis_under_the_launcher(settings) -> None:
     if not settings.REDIS_URL:
         pytest.skip("no Redis: each process counts for itself")

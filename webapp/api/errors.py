@@ -43,13 +43,22 @@ class ApiError(Exception):
         )
 
 
+def _retry_later(message: str, code: str) -> ApiError:
+    return ApiError(
+        503, message, code=code, headers={"Retry-After": str(settings.API_SERVE_RETRY_AFTER_S)}
+    )
+
+
 def storage_unavailable(message: str) -> ApiError:
     """503 with ``Retry-After``: the database could not be reached or could not store."""
-    return ApiError(
-        503,
-        message,
-        code="storage_unavailable",
-        headers={"Retry-After": str(settings.API_SERVE_RETRY_AFTER_S)},
+    return _retry_later(message, "storage_unavailable")
+
+
+def serving_unavailable(detail: str) -> ApiError:
+    """503 with ``Retry-After``: the model server could not be reached."""
+    return _retry_later(
+        f"The model server is not reachable right now ({detail}). Please retry shortly.",
+        "serving_unavailable",
     )
 
 

@@ -6,6 +6,8 @@ from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 
+from webapp.chat.feedback_spec import openapi_properties
+
 ERROR = {"$ref": "#/components/schemas/Error"}
 ERRORS = {
     str(code): {"description": text, "content": {"application/json": {"schema": ERROR}}}
@@ -157,9 +159,7 @@ def schema() -> dict[str, Any]:
                                     "required": ["completion_id"],
                                     "properties": {
                                         "completion_id": {"type": "string"},
-                                        "rating": {"type": "integer", "enum": [1, -1, 0]},
-                                        "comment": {"type": "string"},
-                                        "correction": {"type": "string"},
+                                        **openapi_properties(),
                                     },
                                 }
                             }

@@ -7,16 +7,14 @@ range are a 400 that names the field.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from webapp.api.errors import ApiError
+from webapp.chat.limits import contains_nul
 
 ROLES = {"system", "developer", "user", "assistant", "tool"}
 MAX_N = 8
-# A JSON \u0000 escape that is not itself escaped (an odd run of backslashes before "u0000").
-_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
 def bad(message: str, param: str | None = None) -> ApiError:
@@ -33,9 +31,8 @@ def parse_json_body(raw: bytes) -> dict[str, Any]:
         raise bad(f"The request body is not valid JSON ({exc.msg} at line {exc.lineno}).") from exc
     except RecursionError as exc:
         raise bad("The request body is nested too deeply.") from exc
-    # PostgreSQL cannot store U+0000 in text or jsonb: refuse it here, before the model is
-    # asked and before anything is half stored. (Raw NUL bytes are already invalid JSON.)
-    if _NUL_ESCAPE.search(text):
+    # Refused here, before the model is asked and before anything is half stored.
+    if contains_nul(body):
         raise bad("The request contains a NUL character (\\u0000), which cannot be stored.")
     if not isinstance(body, dict):
         raise bad("The request body must be a JSON object.")
@@ -134,15 +131,8 @@ class ChatRequest:
         return int(self.params.get("n") or 1)
 
 
-def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise bad("'model' is required and must be a string.", "model")
-    raw_messages = body.get("messages")
-    if not isinstance(raw_messages, list) or not raw_messages:
-        raise bad("'messages' must be a non-empty list.", "messages")
-    messages = [_message(raw, index) for index, raw in enumerate(raw_messages)]
-
+def _sampling_params(body: dict[str, Any]) -> dict[str, Any]:
+    """What vLLM is asked to sample with: the known fields, each checked."""
     params: dict[str, Any] = {}
     max_tokens = _integer(body, "max_completion_tokens", 1)
     if max_tokens is None:
@@ -193,6 +183,19 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
     ):
         if body.get(name) is not None:
             params[name] = body[name]
+    return params
+
+
+def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise bad("'model' is required and must be a string.", "model")
+    raw_messages = body.get("messages")
+    if not isinstance(raw_messages, list) or not raw_messages:
+        raise bad("'messages' must be a non-empty list.", "messages")
+    messages = [_message(raw, index) for index, raw in enumerate(raw_messages)]
+
+    params = _sampling_params(body)
 
     stream = body.get("stream", False)
     if not isinstance(stream, bool):

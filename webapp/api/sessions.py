@@ -21,9 +21,12 @@ from typing import Any
 from django.db import transaction
 
 from webapp.api.models import ApiKey
+from webapp.api.schemas import ChatRequest
 from webapp.chat import services as chat_services
 from webapp.chat.models import Conversation, Message
 from webapp.chat.selectors import transcript
+from webapp.inference import CompletionAccumulator
+from webapp.learning.models import PolicyVersion
 
 PREFIX_CANDIDATES = 20
 
@@ -145,7 +148,70 @@ def api_turn_record(
             new.append(parent)
     assert parent is not None
     if not side and new and new[0].role in (Message.Role.USER, Message.Role.TOOL):
-        answered = new[0].parent
-        if answered is not None and answered.is_assistant and answered.turn_type == "main":
-            chat_services.message_link_next_state(turns=[answered], next_state=new[0])
+        chat_services.next_state_record(answered=new[0].parent, next_state=new[0])
     return RecordedTurn(conversation=conversation, prompt_tail=parent, new_messages=new)
+
+
+# --- A completion's answers ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompletionTurn:
+    """What one chat request asks to record: who, where, and the answers' identity."""
+
+    key: ApiKey
+    chat: ChatRequest
+    turn_type: str
+    session_id: str
+    version: PolicyVersion
+    served: str
+    completion_id: str
+
+
+def api_completion_record(*, turn: CompletionTurn) -> tuple[RecordedTurn, list[Message]]:
+    """Record the request's new messages and the answers about to stream, in one go."""
+    recorded = api_turn_record(
+        key=turn.key,
+        messages=turn.chat.messages,
+        turn_type=turn.turn_type,
+        session_id=turn.session_id,
+        user_field=str(turn.chat.params.get("user") or ""),
+    )
+    answers = []
+    for index in range(turn.chat.n):
+        answer = chat_services.assistant_message_start(
+            conversation=recorded.conversation,
+            parent=recorded.prompt_tail,
+            policy_version=turn.version,
+            served_model=turn.served,
+            sampling_params=turn.chat.params,
+            turn_type=turn.turn_type,
+            selected=turn.turn_type == Message.TurnType.MAIN and index == 0,
+        )
+        answer.completion_id = turn.completion_id if index == 0 else f"{turn.completion_id}:{index}"
+        answer.save(update_fields=["completion_id"])
+        answers.append(answer)
+    return recorded, answers
+
+
+def api_completion_finish(
+    *,
+    answers: list[Message],
+    accumulator: CompletionAccumulator,
+    status: str,
+    error: str,
+    close: bool,
+    conversation: Conversation,
+) -> None:
+    """Store what each answer became, and close the conversation when the client said so."""
+    for index, answer in enumerate(answers):
+        chat_services.assistant_message_finish(
+            message=answer,
+            result=accumulator.choice(index),
+            prompt_token_ids=accumulator.prompt_token_ids,
+            usage=accumulator.usage,
+            status=status,
+            error=error,
+        )
+    if close:
+        chat_services.conversation_close(conversation=conversation)

@@ -26,6 +26,7 @@ from django.conf import settings
 from django.http import Http404
 
 from webapp.chat import fragments
+from webapp.chat.limits import message_text_problem
 from webapp.chat.models import Conversation, Message
 from webapp.chat.selectors import conversation_get_for_user, prompt_messages
 from webapp.chat.services import (
@@ -38,7 +39,6 @@ from webapp.learning.selectors import policy_version_live
 
 logger = logging.getLogger(__name__)
 
-MAX_MESSAGE_CHARS = 50_000
 # After this long without a first token the transcript says the model is slow.
 SLOW_NOTICE_AFTER_S = 8.0
 CLOSE_NOT_FOUND = 4404
@@ -106,11 +106,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if not content.strip():
             await self._refuse("Type a message first.")
             return
-        if len(content) > MAX_MESSAGE_CHARS:
-            await self._refuse(f"Messages are limited to {MAX_MESSAGE_CHARS:,} characters.")
-            return
-        if "\x00" in content:  # PostgreSQL cannot store it; the page never sends one
-            await self._refuse("Messages cannot contain NUL characters.")
+        problem = message_text_problem(content)
+        if problem:
+            await self._refuse(problem)
             return
         title = self.conversation.title
         message = await database_sync_to_async(user_message_send)(

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 
-from webapp.chat.services import MAX_FEEDBACK_TEXT
+from webapp.chat.feedback_spec import FIELDS, FeedbackField
+from webapp.chat.limits import MAX_MESSAGE_CHARS
 
 
 class ConversationStartForm(forms.Form):
-    content = forms.CharField(required=False, max_length=50_000, strip=False)
+    content = forms.CharField(required=False, max_length=MAX_MESSAGE_CHARS, strip=False)
 
 
 class RenameForm(forms.Form):
@@ -19,12 +22,20 @@ class TrainConsentForm(forms.Form):
     train_consent = forms.BooleanField(required=False)
 
 
-class FeedbackForm(forms.Form):
-    """One change at a time: a thumb, a reason tag, the comment or the correction."""
+def _form_field(field: FeedbackField) -> forms.Field:
+    if field.choices:
+        return forms.TypedChoiceField(
+            choices=[(str(c.value), c.label) for c in field.choices], coerce=int, required=False
+        )
+    return forms.CharField(required=False, max_length=field.max_length)
 
-    rating = forms.TypedChoiceField(
-        choices=[("1", "👍"), ("-1", "👎"), ("0", "none")], coerce=int, required=False
-    )
+
+class FeedbackForm(forms.Form):
+    """One change at a time: a thumb, a reason tag, or one field of ``feedback_spec.FIELDS``."""
+
     tag = forms.CharField(required=False, max_length=100)
-    comment = forms.CharField(required=False, max_length=MAX_FEEDBACK_TEXT)
-    correction = forms.CharField(required=False, max_length=MAX_FEEDBACK_TEXT)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for field in FIELDS:
+            self.fields[field.name] = _form_field(field)

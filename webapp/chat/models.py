@@ -11,6 +11,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from webapp.chat.feedback_spec import RATING, feedback_state
+
 
 class Conversation(models.Model):
     class Source(models.TextChoices):
@@ -143,7 +145,7 @@ class Feedback(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["message", "author"], name="one_feedback_per_author"),
             models.CheckConstraint(
-                condition=models.Q(rating__in=[-1, 0, 1]), name="feedback_rating_is_sign"
+                condition=models.Q(rating__in=sorted(RATING.values)), name="feedback_rating_is_sign"
             ),
         ]
 
@@ -152,4 +154,4 @@ class Feedback(models.Model):
 
     @property
     def is_empty(self) -> bool:
-        return not (self.rating or self.tags or self.comment or self.correction)
+        return not any(feedback_state(self).values())

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db.models import QuerySet
 from django.http import Http404
 
 from webapp.chat.models import Conversation, Feedback, Message
+from webapp.learning.selectors import learning_statuses
 
 
 def conversation_list_for_user(*, user: Any, query: str = "") -> QuerySet[Conversation]:
@@ -34,6 +35,15 @@ def message_get_for_user(*, user: Any, pk: int) -> Message:
         raise Http404("No such message") from exc
 
 
+def answer_get_by_completion(*, owner: Any, completion_id: str) -> Message | None:
+    """The answer a /v1 completion id names, if ``owner``'s (an API client rates by that id)."""
+    return (
+        Message.objects.filter(completion_id=completion_id, conversation__owner=owner)
+        .select_related("conversation")
+        .first()
+    )
+
+
 @dataclass(frozen=True)
 class TranscriptEntry:
     message: Message
@@ -42,6 +52,14 @@ class TranscriptEntry:
     previous_sibling: int | None
     next_sibling: int | None
     feedback: Feedback | None
+    learning_status: str = ""  # what the learning loop made of an answer (learning.selectors)
+
+
+def _with_learning_status(entries: list[TranscriptEntry]) -> list[TranscriptEntry]:
+    """The entries with their answers' learning status, looked up for all of them at once."""
+    answers = [e.message.pk for e in entries if e.message.is_assistant]
+    statuses = learning_statuses(message_ids=answers) if answers else {}
+    return [replace(e, learning_status=statuses.get(e.message.pk, "")) for e in entries]
 
 
 def transcript(*, conversation: Conversation, viewer: Any = None) -> list[TranscriptEntry]:
@@ -75,7 +93,7 @@ def transcript(*, conversation: Conversation, viewer: Any = None) -> list[Transc
             )
         )
         parent_id = chosen.pk
-    return entries
+    return _with_learning_status(entries)
 
 
 def prompt_path(*, message: Message) -> list[Message]:
@@ -112,7 +130,7 @@ def transcript_entry(*, message: Message, viewer: Any = None) -> TranscriptEntry
     ids = [sibling.pk for sibling in siblings]
     position = ids.index(message.pk)
     feedback = Feedback.objects.filter(message=message, author=viewer).first() if viewer else None
-    return TranscriptEntry(
+    entry = TranscriptEntry(
         message=message,
         sibling_index=position + 1,
         sibling_count=len(ids),
@@ -120,3 +138,4 @@ def transcript_entry(*, message: Message, viewer: Any = None) -> TranscriptEntry
         next_sibling=ids[position + 1] if position + 1 < len(ids) else None,
         feedback=feedback,
     )
+    return _with_learning_status([entry])[0]

@@ -16,6 +16,11 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from webapp.chat.feedback_spec import (
+    FeedbackInvalid,
+    check_changes,
+    feedback_state,
+)
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.chat.selectors import transcript
 from webapp.core.outbox import Task, enqueue, enqueue_each
@@ -23,10 +28,6 @@ from webapp.inference import ChoiceResult
 from webapp.learning.models import PolicyVersion
 
 TITLE_LENGTH = 60
-
-
-class FeedbackInvalid(ValueError):
-    """Feedback that cannot be stored as given; str() says why."""
 
 
 def conversation_create(
@@ -205,6 +206,26 @@ def message_select(*, message: Message) -> Message:
     return message
 
 
+def takes_next_state(answer: Message | None) -> bool:
+    """Whether a new message after ``answer`` is its next state (what the judge sees).
+
+    Only a main-line answer that was really given has one: a side turn (a heartbeat) is no
+    part of the conversation, and a failed answer never reached the user.
+    """
+    return (
+        answer is not None
+        and answer.is_assistant
+        and answer.turn_type == Message.TurnType.MAIN
+        and answer.status != Message.Status.FAILED
+    )
+
+
+def next_state_record(*, answered: Message | None, next_state: Message) -> None:
+    """Link ``next_state`` to the answer it follows, where that answer takes one."""
+    if answered is not None and takes_next_state(answered):
+        message_link_next_state(turns=[answered], next_state=next_state)
+
+
 def message_link_next_state(*, turns: Iterable[Message], next_state: Message) -> None:
     """Record that ``next_state`` is what followed each of ``turns`` in the session."""
     ids = [turn.pk for turn in turns]
@@ -226,53 +247,37 @@ def _clean_tags(tags: Iterable[str], allowed: Iterable[str]) -> list[str]:
     return cleaned
 
 
-MAX_FEEDBACK_TEXT = 20_000
-
-
 @transaction.atomic
 def feedback_set(
     *,
     message: Message,
     author: Any,
-    rating: int | None = None,
     tags: Iterable[str] | None = None,
-    comment: str | None = None,
-    correction: str | None = None,
     allowed_tags: Iterable[str] = (),
+    **changes: int | str | None,
 ) -> Feedback:
-    """Create or change ``author``'s feedback on an answer; ``None`` leaves a field as it is.
+    """Create or change ``author``'s feedback on an answer.
 
-    Rating 0 withdraws the thumb. Every earlier state is kept in ``history``.
+    ``changes`` names fields of ``feedback_spec.FIELDS`` (``rating=1``, ``comment="..."``);
+    ``None`` leaves a field as it is. Rating 0 withdraws the thumb. Every earlier state is kept
+    in ``history``.
     """
     if message.role != Message.Role.ASSISTANT:
         raise FeedbackInvalid("feedback can only be given on assistant answers")
-    if rating is not None and rating not in (-1, 0, 1):
-        raise FeedbackInvalid("rating must be 1, -1 or 0")
-    for label, text in (("comment", comment), ("correction", correction)):
-        if text is not None and len(text) > MAX_FEEDBACK_TEXT:
-            raise FeedbackInvalid(f"{label} is longer than {MAX_FEEDBACK_TEXT} characters")
+    check_changes(changes)
     feedback, created = Feedback.objects.select_for_update().get_or_create(
         message=message, author=author
     )
     if not created:
         feedback.history = [
             *feedback.history,
-            {
-                "rating": feedback.rating,
-                "tags": feedback.tags,
-                "comment": feedback.comment,
-                "correction": feedback.correction,
-                "at": feedback.updated_at.isoformat(),
-            },
+            {**feedback_state(feedback), "at": feedback.updated_at.isoformat()},
         ]
-    if rating is not None:
-        feedback.rating = rating
+    for name, value in changes.items():
+        if value is not None:
+            setattr(feedback, name, value.strip() if isinstance(value, str) else value)
     if tags is not None:
         feedback.tags = _clean_tags(tags, allowed_tags)
-    if comment is not None:
-        feedback.comment = comment.strip()
-    if correction is not None:
-        feedback.correction = correction.strip()
     feedback.save()
     enqueue(Task.JUDGE_MESSAGE, message.pk)
     return feedback
@@ -305,16 +310,15 @@ def conversation_start(*, owner: Any, content: str = "") -> Conversation:
 def user_message_send(*, conversation: Conversation, content: str) -> Message:
     """The user's next message, after the end of the transcript.
 
-    It is the next state of the answer it follows (what the judge sees), unless that answer
-    failed and so was never really given.
+    It is the next state of the answer it follows, where that answer takes one
+    (``takes_next_state``).
     """
     entries = transcript(conversation=conversation)
     tail = entries[-1].message if entries else None
     message = message_append(
         conversation=conversation, role=Message.Role.USER, content=content, parent=tail
     )
-    if tail is not None and tail.is_assistant and tail.status != Message.Status.FAILED:
-        message_link_next_state(turns=[tail], next_state=message)
+    next_state_record(answered=tail, next_state=message)
     return message
 
 

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from webapp.chat import fragments, services
+from webapp.chat.feedback_spec import FIELDS
 from webapp.chat.forms import ConversationStartForm, FeedbackForm, RenameForm, TrainConsentForm
 from webapp.chat.models import Conversation, Message
 from webapp.chat.selectors import (
@@ -94,6 +95,13 @@ def conversation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
+def _changed(request: HttpRequest, conversation: Conversation, template: str) -> HttpResponse:
+    """The changed part of the page for htmx, else the conversation's page again."""
+    if request.htmx:
+        return render(request, template, {"current": conversation})
+    return redirect("chat:conversation", pk=conversation.pk)
+
+
 @login_required
 @require_POST
 def conversation_rename(request: HttpRequest, pk: int) -> HttpResponse:
@@ -102,9 +110,7 @@ def conversation_rename(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         return HttpResponseBadRequest("A title is at most 200 characters.")
     services.conversation_rename(conversation=conversation, title=form.cleaned_data["title"])
-    if request.htmx:
-        return render(request, "chat/_conversation_header.html", {"current": conversation})
-    return redirect("chat:conversation", pk=conversation.pk)
+    return _changed(request, conversation, "chat/_conversation_header.html")
 
 
 @login_required
@@ -126,9 +132,7 @@ def conversation_consent(request: HttpRequest, pk: int) -> HttpResponse:
     services.conversation_set_train_consent(
         conversation=conversation, consent=form.cleaned_data.get("train_consent", False)
     )
-    if request.htmx:
-        return render(request, "chat/_consent.html", {"current": conversation})
-    return redirect("chat:conversation", pk=conversation.pk)
+    return _changed(request, conversation, "chat/_consent.html")
 
 
 @login_required
@@ -144,13 +148,12 @@ def message_feedback(request: HttpRequest, pk: int) -> HttpResponse:
             services.feedback_rate(message=message, author=request.user, rating=data["rating"])
         elif data["tag"]:
             services.feedback_toggle_tag(message=message, author=request.user, tag=data["tag"])
-        elif "comment" in request.POST or "correction" in request.POST:
-            services.feedback_set(
-                message=message,
-                author=request.user,
-                comment=data["comment"] if "comment" in request.POST else None,
-                correction=data["correction"] if "correction" in request.POST else None,
-            )
+        elif changes := {
+            f.name: data[f.name]
+            for f in FIELDS
+            if f.name in request.POST and data[f.name] is not None
+        }:
+            services.feedback_set(message=message, author=request.user, **changes)
         else:
             return HttpResponseBadRequest("Nothing to change.")
     except services.FeedbackInvalid as exc:

@@ -10,54 +10,79 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from dataclasses import dataclass
 
 BASE_SERVED_NAME = "base"
 
 
-def vllm_command() -> tuple[list[str], dict[str, str]]:
-    from django.conf import settings
+@dataclass(frozen=True)
+class VllmOptions:
+    """What differs between one start of vLLM's OpenAI server and another."""
 
+    model_dir: str
+    port: int
+    dtype: str
+    host: str = "127.0.0.1"
+    served_name: str = BASE_SERVED_NAME
+    max_model_len: int = 2048
+    max_lora_rank: int = 16
+    max_loras: int = 4
+    # Tool calls for API clients: "auto" needs a parser (Hermes-style <tool_call> JSON);
+    # "required" and named tools use guided decoding and work with any model.
+    tool_call_parser: str | None = None
+    lora_modules: tuple[tuple[str, str], ...] = ()
+    extra_args: tuple[str, ...] = ()
+    cpu_kvcache_space: int | None = None
+
+
+def vllm_server_command(options: VllmOptions) -> tuple[list[str], dict[str, str]]:
+    """The one vLLM command line (argv and environment): `serve` and bench/gpu_check use it."""
     args = [
         sys.executable,
-        "-m",
-        "vllm.entrypoints.openai.api_server",
-        "--model",
-        str(settings.BASE_MODEL_DIR),
-        "--served-model-name",
-        BASE_SERVED_NAME,
-        "--host",
-        settings.VLLM_HOST,
-        "--port",
-        str(settings.VLLM_PORT),
-        "--dtype",
-        settings.VLLM_DTYPE,
-        "--max-model-len",
-        str(settings.VLLM_MAX_MODEL_LEN),
-        "--enable-lora",
-        "--max-lora-rank",
-        str(settings.VLLM_MAX_LORA_RANK),
-        "--max-loras",
-        "4",
+        *("-m", "vllm.entrypoints.openai.api_server"),
+        *("--model", options.model_dir, "--served-model-name", options.served_name),
+        *("--host", options.host, "--port", str(options.port)),
+        *("--dtype", options.dtype, "--max-model-len", str(options.max_model_len)),
+        *("--enable-lora", "--max-lora-rank", str(options.max_lora_rank)),
+        *("--max-loras", str(options.max_loras)),
         "--disable-uvicorn-access-log",
-        # Tool calls for API clients: "auto" needs a parser (Hermes-style <tool_call> JSON);
-        # "required" and named tools use guided decoding and work with any model.
-        "--enable-auto-tool-choice",
-        "--tool-call-parser",
-        settings.VLLM_TOOL_CALL_PARSER,
-        *shlex.split(settings.VLLM_EXTRA_ARGS),
     ]
-    live = live_adapter()
-    if live is not None:
-        # A serving worker that (re)starts loads the live adapter before it takes traffic.
-        args += ["--lora-modules", f"{live[0]}={live[1]}"]
+    if options.tool_call_parser:
+        args += ["--enable-auto-tool-choice", "--tool-call-parser", options.tool_call_parser]
+    args += options.extra_args
+    for name, path in options.lora_modules:
+        args += ["--lora-modules", f"{name}={path}"]
     env = dict(os.environ)
     env.setdefault("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")
-    env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(settings.VLLM_CPU_KVCACHE_SPACE))
+    if options.cpu_kvcache_space is not None:
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(options.cpu_kvcache_space))
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TRANSFORMERS_OFFLINE", "1")
     env.setdefault("VLLM_NO_USAGE_STATS", "1")
     env.setdefault("DO_NOT_TRACK", "1")
     return args, env
+
+
+def vllm_command() -> tuple[list[str], dict[str, str]]:
+    """The `serve` process's command, from the settings."""
+    from django.conf import settings
+
+    live = live_adapter()
+    # A serving worker that (re)starts loads the live adapter before it takes traffic.
+    return vllm_server_command(
+        VllmOptions(
+            model_dir=str(settings.BASE_MODEL_DIR),
+            host=settings.VLLM_HOST,
+            port=settings.VLLM_PORT,
+            dtype=settings.VLLM_DTYPE,
+            max_model_len=settings.VLLM_MAX_MODEL_LEN,
+            max_lora_rank=settings.VLLM_MAX_LORA_RANK,
+            tool_call_parser=settings.VLLM_TOOL_CALL_PARSER,
+            extra_args=tuple(shlex.split(settings.VLLM_EXTRA_ARGS)),
+            lora_modules=(live,) if live is not None else (),
+            cpu_kvcache_space=settings.VLLM_CPU_KVCACHE_SPACE,
+        )
+    )
 
 
 def live_adapter() -> tuple[str, str] | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from webapp.chat.feedback_spec import feedback_state
 from webapp.chat.models import Conversation, Message
 from webapp.learning.models import Judgement, Sample
 
@@ -38,10 +39,7 @@ def _message(message: Message) -> dict[str, Any]:
         "feedback": [
             {
                 "author": f.author.get_username(),
-                "rating": f.rating,
-                "tags": f.tags,
-                "comment": f.comment,
-                "correction": f.correction,
+                **feedback_state(f),
                 "history": f.history,
                 "updated_at": f.updated_at.isoformat(),
             }

@@ -21,6 +21,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from trainer.judge import feedback_hint, is_useful_hint
+from webapp.chat.feedback_spec import feedback_state
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.chat.selectors import prompt_path
 from webapp.core.outbox import Task, enqueue, enqueue_each
@@ -108,8 +109,7 @@ def message_evidence(*, message: Message, conversation_end: bool = False) -> Mes
         and not (message.next_state_id or rating or user_hint or correction),
         "rating": rating,
         "hint": user_hint,
-        "correction": correction,
-        "tags": feedback.tags if feedback else [],
+        **feedback_state(feedback),
     }
     return MessageEvidence(
         message_id=message.pk,

@@ -70,7 +70,7 @@ def scripted(monkeypatch):
         for chunk in _chunks("Hello there friend"):
             yield chunk
 
-    monkeypatch.setattr("webapp.api.views.stream_chat", fake_stream)
+    monkeypatch.setattr("webapp.api.completions.stream_chat", fake_stream)
     return calls
 
 
@@ -138,6 +138,7 @@ async def test_oversized_body_is_413(secret, settings) -> None:
     _assert_openai_error(await _post(AsyncClient(), "/v1/chat/completions", big, secret), 413)
 
 
+@pytest.mark.redis
 async def test_rate_limit_is_429_with_retry_after(secret, scripted, settings) -> None:
     import redis
 
@@ -319,7 +320,7 @@ def logged_model(monkeypatch, slow_lookups):
         finally:
             slow_lookups.append(f"model closed on {model}")
 
-    monkeypatch.setattr("webapp.api.views.stream_chat", fake_stream)
+    monkeypatch.setattr("webapp.api.completions.stream_chat", fake_stream)
     return calls
 
 
@@ -407,7 +408,7 @@ async def test_services_unavailable_mid_stream_is_reported_in_the_stream(
         yield _chunks("one two")[1]
         raise ServingUnavailable("gone")
 
-    monkeypatch.setattr("webapp.api.views.stream_chat", failing)
+    monkeypatch.setattr("webapp.api.completions.stream_chat", failing)
     response = await _post(AsyncClient(), "/v1/chat/completions", {**BODY, "stream": True}, secret)
     raw = b"".join([part async for part in response.streaming_content]).decode()
     assert '"error"' in raw and raw.rstrip().endswith("data: [DONE]")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 
+from tests.factories import AnswerFactory
 from webapp.api.keys import api_key_create
 from webapp.api.sessions import api_turn_record
 from webapp.chat import services
@@ -16,22 +16,16 @@ pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
 
 @pytest.fixture
-def key():
-    user = get_user_model().objects.create_user("alice")
-    return api_key_create(owner=user, name="t")[0]
+def key(alice):
+    return api_key_create(owner=alice, name="t")[0]
 
 
 def _answer(turn, text: str) -> Message:
-    answer = services.assistant_message_start(
-        conversation=turn.conversation,
+    return AnswerFactory(
         parent=turn.prompt_tail,
-        policy_version=policy_version_live(),
+        content=text,
         served_model="base",
         sampling_params={},
-    )
-    return services.assistant_message_finish(
-        message=answer,
-        result=ChoiceResult(content=text, token_ids=[1, 2], token_logprobs=[-0.1, -0.2]),
         prompt_token_ids=[5, 6],
         usage=None,
     )

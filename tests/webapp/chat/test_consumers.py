@@ -15,10 +15,9 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.test import Client
 
+from tests.sockets import open_socket
 from webapp import inference
-from webapp.asgi import application
 from webapp.chat import consumers, services
 from webapp.chat.models import Message
 from webapp.inference import ServingError, ServingUnavailable
@@ -77,17 +76,6 @@ def fake_stream(monkeypatch):
         return stream
 
     return install
-
-
-async def open_socket(user, conversation_id: int) -> tuple[WebsocketCommunicator, bool, Any]:
-    headers = [(b"origin", b"http://testserver")]
-    if user is not None:
-        client = Client()
-        await database_sync_to_async(client.force_login)(user)
-        headers.append((b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()))
-    socket = WebsocketCommunicator(application, f"/ws/chat/{conversation_id}/", headers=headers)
-    connected, code = await socket.connect()
-    return socket, connected, code
 
 
 async def receive_until_idle(socket: WebsocketCommunicator, timeout: float = 5) -> list[str]:

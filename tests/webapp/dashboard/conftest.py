@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from tests.factories import JudgementFactory, SampleFactory
 from webapp.api.keys import api_key_create
 from webapp.api.models import ApiKey
 from webapp.chat.models import Conversation, Feedback, Message
@@ -18,23 +19,9 @@ from webapp.learning.selectors import policy_version_live
 
 
 @pytest.fixture(autouse=True)
-def no_broker(monkeypatch):
+def no_broker(recorded_tasks):
     """Queued tasks are recorded instead of sent (the re-judge tests read them)."""
-    sent: list[tuple[str, list]] = []
-    monkeypatch.setattr(
-        "webapp.core.outbox.send", lambda task, args: sent.append((str(task), *args))
-    )
-    return sent
-
-
-@pytest.fixture
-def alice(db):
-    return get_user_model().objects.create_user("alice", password="wonderland-42")
-
-
-@pytest.fixture
-def bob(db):
-    return get_user_model().objects.create_user("bob", password="builder-4242")
+    return recorded_tasks
 
 
 @pytest.fixture
@@ -76,39 +63,11 @@ def turn(owner, *, title: str = "Arithmetic", question: str = "What is 2+2?") ->
 
 
 def judged(answer: Message, *, score: int = 1, fingerprint: str = "f") -> Judgement:
-    return Judgement.objects.create(
-        message=answer,
-        fingerprint=fingerprint,
-        source="prm",
-        score=score,
-        votes=[
-            {"score": 1, "text": "The answer is right. \\boxed{1}"},
-            {"score": -1, "text": "Too terse. \\boxed{-1}"},
-            {"score": 1, "text": "Correct. \\boxed{1}"},
-        ],
-        hint="Show the working.",
-        hint_votes=["[HINT_START]Show the working.[HINT_END]"],
-        judge_model="base",
-        prompt_version="prm-1",
-    )
+    return JudgementFactory(message=answer, score=score, fingerprint=fingerprint)
 
 
 def sampled(judgement: Judgement, *, status: str = "ready", update=None) -> Sample:
-    return Sample.objects.create(
-        message=judgement.message,
-        judgement=judgement,
-        kind="combined",
-        reward=float(judgement.score),
-        hint=judgement.hint,
-        prompt_messages=[{"role": "user", "content": "What is 2+2?"}],
-        prompt_token_ids=[1, 2, 3],
-        response_token_ids=[4, 5],
-        response_logprobs=[-0.1, -0.2],
-        policy_version=judgement.message.policy_version,
-        status=status,
-        update=update,
-        consumed_at=timezone.now() if update else None,
-    )
+    return SampleFactory(judgement=judgement, status=status, update=update)
 
 
 def trained_update(number: int = 1, *, metrics: list[dict] | None = None) -> TrainingUpdate:

@@ -152,6 +152,7 @@ def test_the_live_version_follows_publishing(staff_client, chain) -> None:
     assert data["live_version"]["probe_ppl"] == pytest.approx(11.0)
 
 
+@pytest.mark.redis
 def test_queue_depths_are_read_from_the_real_broker(settings, staff_client, monkeypatch) -> None:
     url = redis_url_from_broker(settings.CELERY_BROKER_URL)
     assert url is not None, "the tests run against the embedded or configured Redis"

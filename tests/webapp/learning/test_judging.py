@@ -9,9 +9,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
+from tests.factories import AnswerFactory
 from webapp.chat import services
 from webapp.chat.models import Message
-from webapp.inference import ChoiceResult
 from webapp.learning.models import Judgement, PolicyVersion, Sample
 from webapp.learning.selectors import policy_version_live
 from webapp.learning.tasks import judge_message as judge_message_task
@@ -54,22 +54,19 @@ def user():
 def _turn(
     user, *, consent=True, turn_type="main", version=None, question="What is 2+2?", answer="5"
 ):
-    conversation = services.conversation_create(owner=user)
-    services.conversation_set_train_consent(conversation=conversation, consent=consent)
-    prompt = services.message_append(conversation=conversation, role="user", content=question)
-    reply = services.assistant_message_start(
-        conversation=conversation,
-        parent=prompt,
-        policy_version=version or policy_version_live(),
-        served_model="base",
-        sampling_params={},
+    return AnswerFactory(
+        parent__conversation__owner=user,
+        parent__conversation__train_consent=consent,
+        parent__content=question,
+        policy_version=version,
         turn_type=turn_type,
-    )
-    return services.assistant_message_finish(
-        message=reply,
-        result=ChoiceResult(content=answer, token_ids=[7, 8], token_logprobs=[-1.0, -2.0]),
+        content=answer,
+        token_ids=[7, 8],
+        token_logprobs=[-1.0, -2.0],
         prompt_token_ids=[1, 2, 3],
         usage=None,
+        served_model="base",
+        sampling_params={},
     )
 
 
@@ -192,17 +189,15 @@ def test_a_closed_session_without_samples_keeps_its_last_turn(judge, user) -> No
     prompt = services.message_append(
         conversation=conversation, role="user", content="Bye", parent=first
     )
-    last = services.assistant_message_finish(
-        message=services.assistant_message_start(
-            conversation=conversation,
-            parent=prompt,
-            policy_version=policy_version_live(),
-            served_model="base",
-            sampling_params={},
-        ),
-        result=ChoiceResult(content="Goodbye!", token_ids=[9], token_logprobs=[-0.1]),
+    last = AnswerFactory(
+        parent=prompt,
+        content="Goodbye!",
+        token_ids=[9],
+        token_logprobs=[-0.1],
         prompt_token_ids=[1],
         usage=None,
+        served_model="base",
+        sampling_params={},
     )
     services.conversation_close(conversation=conversation)
     finalize_conversation(conversation.pk, judge=judge)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from tests.factories import AnswerFactory
 from trainer.algorithms import SAMPLE_KINDS
 from trainer.publish import PublishError
 from webapp.chat import services
 from webapp.core.outbox import Task
-from webapp.inference import ChoiceResult
 from webapp.learning import training
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.selectors import policy_version_live
@@ -49,19 +49,16 @@ def _samples(n: int) -> list[Sample]:
     user = get_user_model().objects.get_or_create(username="alice")[0]
     out = []
     for i in range(n):
-        conversation = services.conversation_create(owner=user)
-        prompt = services.message_append(conversation=conversation, role="user", content=f"q{i}")
-        answer = services.assistant_message_finish(
-            message=services.assistant_message_start(
-                conversation=conversation,
-                parent=prompt,
-                policy_version=policy_version_live(),
-                served_model="base",
-                sampling_params={},
-            ),
-            result=ChoiceResult(content="a", token_ids=[5, 6], token_logprobs=[-1.0, -1.0]),
+        answer = AnswerFactory(
+            parent__conversation__owner=user,
+            parent__content=f"q{i}",
+            content="a",
+            token_ids=[5, 6],
+            token_logprobs=[-1.0, -1.0],
             prompt_token_ids=[1, 2],
             usage=None,
+            served_model="base",
+            sampling_params={},
         )
         judgement = Judgement.objects.create(
             message=answer, fingerprint=f"f{i}", source="feedback", score=1

@@ -1,0 +1,28 @@
+"""Fixtures tests share, loaded for every test by tests/conftest.py (``pytest_plugins``):
+the users ``alice`` and ``bob``, and a recorder that stands in for the broker."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.factories import UserFactory
+
+
+@pytest.fixture
+def alice(db):
+    return UserFactory(username="alice", password="wonderland-42")
+
+
+@pytest.fixture
+def bob(db):
+    return UserFactory(username="bob", password="builder-4242")
+
+
+@pytest.fixture
+def recorded_tasks(monkeypatch) -> list[tuple[str, object]]:
+    """Tasks queued during the test, as (name, *arguments), recorded instead of sent."""
+    sent: list[tuple[str, object]] = []
+    monkeypatch.setattr(
+        "webapp.core.outbox.send", lambda task, args: sent.append((str(task), *args))
+    )
+    return sent

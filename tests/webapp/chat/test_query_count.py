@@ -1,0 +1,39 @@
+"""The chat page costs a fixed number of queries, however long the conversation."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from tests.factories import (
+    AnswerFactory,
+    ConversationFactory,
+    FeedbackFactory,
+    QuestionFactory,
+    SampleFactory,
+)
+
+pytestmark = [pytest.mark.django_db]
+
+ANSWERS = 50
+MAX_QUERIES = 10  # 8 today: session, user, conversations, transcript, feedback, status (2), ...
+
+
+def test_the_chat_page_with_50_judged_answers_runs_a_fixed_number_of_queries(
+    client, alice, django_assert_max_num_queries
+) -> None:
+    conversation = ConversationFactory(owner=alice, title="Long")
+    for index in range(ANSWERS):
+        question = QuestionFactory(conversation=conversation, content=f"Question {index}")
+        answer = AnswerFactory(parent=question, content=f"Answer {index}")
+        if index % 2:
+            FeedbackFactory(message=answer, author=alice, rating=-1, comment="Shorter, please.")
+        SampleFactory(judgement__message=answer, judgement__score=1 - 2 * (index % 2))
+    client.force_login(alice)
+    url = reverse("chat:conversation", args=[conversation.pk])
+
+    with django_assert_max_num_queries(MAX_QUERIES):
+        page = client.get(url).content.decode()
+
+    assert page.count("judged +1 · hint taken") == ANSWERS // 2
+    assert page.count("judged -1 · hint taken") == ANSWERS // 2
