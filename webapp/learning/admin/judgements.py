@@ -41,7 +41,7 @@ def _votes_table(votes: list[Any]) -> object:
 
 
 def vote_score_label(vote: dict[str, Any]) -> str:
-    """"+1", "-1", "+0", or "?" for a vote that did not parse (stored with score None)."""
+    """The vote's score as "+1", "-1" or "+0", or "?" when it did not parse (score None)."""
     score = vote.get("score")
     return f"{score:+d}" if isinstance(score, int) else "?"
 
