@@ -65,7 +65,8 @@ def web_command(env: Mapping[str, str]) -> list[str]:
     return [
         sys.executable,
         *("-m", "daphne", "-b", "0.0.0.0", "-p", port),
-        "--proxy-headers",
+        # No --proxy-headers: daphne would believe X-Forwarded-For from anyone. Parley reads
+        # it itself, from PARLEY_TRUSTED_PROXIES only (webapp.core.net).
         "webapp.asgi:application",
     ]
 

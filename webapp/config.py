@@ -58,6 +58,19 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()] if value else default
 
 
+def env_networks(name: str) -> list[str]:
+    """A comma-separated list of addresses or networks ("10.0.0.5, 172.16.0.0/12")."""
+    import ipaddress
+
+    entries = env_list(name, [])
+    for entry in entries:
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError as exc:
+            raise ConfigError(f"{name}: {entry!r} is not an address or network") from exc
+    return entries
+
+
 def secret_key(*, debug: bool, embedded: bool, var_dir: Path) -> str:
     """The env's key; in embedded or debug mode a key generated once and kept in var/."""
     key = os.environ.get("DJANGO_SECRET_KEY", "")

@@ -17,6 +17,7 @@ from webapp.config import (
     env_float,
     env_int,
     env_list,
+    env_networks,
     env_str,
     infra_urls,
     secret_key,
@@ -34,6 +35,9 @@ EMBEDDED = env_bool(
 SECRET_KEY = secret_key(debug=DEBUG, embedded=EMBEDDED, var_dir=VAR_DIR)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+# The reverse proxies whose X-Forwarded-For is believed (webapp.core.net): none by default, so
+# a client cannot choose the address the log-in throttle counts.
+TRUSTED_PROXIES = env_networks("PARLEY_TRUSTED_PROXIES")
 
 INSTALLED_APPS = [
     "daphne",
