@@ -212,6 +212,17 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 WHITENOISE_USE_FINDERS = True
 LOGIN_URL = "login"
+# Sign-up and password changes refuse short, common, all-digit and username-like passwords.
+PASSWORD_MIN_LENGTH = env_int("PARLEY_PASSWORD_MIN_LENGTH", 10)
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": PASSWORD_MIN_LENGTH},
+    },
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
 # Log-in throttle: this many failures for one username from one address lock that pair out
 # for the rest of the window (webapp.core.accounts).
 LOGIN_MAX_FAILURES = env_int("PARLEY_LOGIN_MAX_FAILURES", 10)
