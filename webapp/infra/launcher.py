@@ -23,7 +23,15 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from webapp.config import ConfigError, env_int, env_list, env_str, redacted
+from webapp.config import (
+    INFRA_FILE,
+    ConfigError,
+    env_int,
+    env_list,
+    env_str,
+    private_dir,
+    redacted,
+)
 from webapp.infra import checks
 from webapp.infra.embedded import (
     EmbeddedPostgres,
@@ -55,6 +63,9 @@ def var_dir() -> Path:
 @contextlib.contextmanager
 def infrastructure(var: Path) -> Iterator[dict[str, str]]:
     """Environment for child processes, with PostgreSQL and Redis reachable through it."""
+    # Secrets are written under var/ and var/run/: both must be this user's own.
+    private_dir(var)
+    private_dir(var / INFRA_FILE.parent)
     env = dict(os.environ)
     database_url = env.get("DATABASE_URL", "")
     redis_url = env.get("REDIS_URL", "")
