@@ -155,6 +155,7 @@ async def _socket(conversation_id: int, user) -> WebsocketCommunicator:
     client = Client()
     await database_sync_to_async(client.force_login)(user)
     headers = [
+        (b"host", b"testserver"),
         (b"origin", b"http://testserver"),
         (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
     ]

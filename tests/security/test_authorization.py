@@ -137,6 +137,7 @@ async def _socket(user, conversation_id: int) -> tuple[WebsocketCommunicator, bo
     client = Client()
     await database_sync_to_async(client.force_login)(user)
     headers = [
+        (b"host", b"testserver"),
         (b"origin", b"http://testserver"),
         (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
     ]

@@ -80,7 +80,7 @@ def fake_stream(monkeypatch):
 
 
 async def open_socket(user, conversation_id: int) -> tuple[WebsocketCommunicator, bool, Any]:
-    headers = [(b"origin", b"http://testserver")]
+    headers = [(b"host", b"testserver"), (b"origin", b"http://testserver")]
     if user is not None:
         client = Client()
         await database_sync_to_async(client.force_login)(user)
