@@ -132,6 +132,11 @@ def vllm_api_key(*, var_dir: Path) -> str:
     return os.environ.get("VLLM_API_KEY", "") or _kept_secret(var_dir / "vllm_api_key")
 
 
+def judge_api_key(*, judge_base_url: str, judge_key: str, vllm_key: str) -> str:
+    """JUDGE_API_KEY, else the serving key when the judge is the serving vLLM (no base URL)."""
+    return judge_key or ("" if judge_base_url else vllm_key)
+
+
 def infra_urls(*, var_dir: Path) -> tuple[str, str]:
     """(database URL, redis URL): from the environment, else from the running launcher."""
     database_url = os.environ.get("DATABASE_URL", "")

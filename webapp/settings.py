@@ -20,7 +20,9 @@ from webapp.config import (
     env_networks,
     env_str,
     infra_urls,
+    judge_api_key,
     secret_key,
+    vllm_api_key,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -172,6 +174,12 @@ FEEDBACK_TAGS_UP = env_list(
 VLLM_HOST = env_str("VLLM_HOST", "127.0.0.1")
 VLLM_PORT = env_int("VLLM_PORT", 8001)
 VLLM_BASE_URLS = env_list("VLLM_BASE_URLS", [f"http://{VLLM_HOST}:{VLLM_PORT}/v1"])
+# vLLM refuses /v1 calls (chat, adapter loading) without this key; every Parley client sends it.
+# Embedded: generated once into var/vllm_api_key (the launcher starts vLLM with it); docker: the
+# env file's VLLM_API_KEY, given to vLLM and the app containers alike.
+VLLM_API_KEY = env_str("VLLM_API_KEY", "") or (
+    vllm_api_key(var_dir=VAR_DIR) if EMBEDDED or DEBUG else ""
+)
 VLLM_DTYPE = env_str("VLLM_DTYPE", "float32")
 VLLM_MAX_MODEL_LEN = env_int("VLLM_MAX_MODEL_LEN", 2048)
 VLLM_MAX_LORA_RANK = env_int("VLLM_MAX_LORA_RANK", 16)
@@ -183,7 +191,11 @@ ADAPTERS_DIR = Path(env_str("PARLEY_ADAPTERS_DIR", str(VAR_DIR / "adapters"))).r
 # The PRM judge: by default the frozen base model in the same vLLM server.
 JUDGE_BASE_URL = env_str("JUDGE_BASE_URL", "") or VLLM_BASE_URLS[0]
 JUDGE_MODEL = env_str("JUDGE_MODEL", "base")
-JUDGE_API_KEY = env_str("JUDGE_API_KEY", "")
+JUDGE_API_KEY = judge_api_key(
+    judge_base_url=env_str("JUDGE_BASE_URL", ""),
+    judge_key=env_str("JUDGE_API_KEY", ""),
+    vllm_key=VLLM_API_KEY,
+)
 JUDGE_VOTES = env_int("PARLEY_JUDGE_VOTES", 3)
 JUDGE_MAX_TOKENS = env_int("PARLEY_JUDGE_MAX_TOKENS", 256)
 JUDGE_TEMPERATURE = env_float("PARLEY_JUDGE_TEMPERATURE", 0.7)

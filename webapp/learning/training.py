@@ -226,6 +226,7 @@ def policy_version_publish(*, version: PolicyVersion) -> PolicyVersion:
                 lora_name=version.served_name(settings.PARLEY_MODEL_ID),
                 serving_urls=settings.VLLM_BASE_URLS,
                 timeout=60,
+                api_key=settings.VLLM_API_KEY,
             )
         except PublishError as exc:
             if "already" not in str(exc).lower():

@@ -26,8 +26,10 @@ def no_broker(monkeypatch):
 def pushed(monkeypatch):
     calls: list[dict] = []
 
-    def push(adapter_dir, *, lora_name, serving_urls, timeout=30.0):
-        calls.append({"dir": str(adapter_dir), "name": lora_name, "urls": list(serving_urls)})
+    def push(adapter_dir, *, lora_name, serving_urls, timeout=30.0, api_key=""):
+        calls.append(
+            {"dir": str(adapter_dir), "name": lora_name, "urls": list(serving_urls), "key": api_key}
+        )
         return [{"replica": u, "status": 200} for u in serving_urls]
 
     monkeypatch.setattr("trainer.publish.push", push)
@@ -195,6 +197,7 @@ def test_publish_loads_every_replica_then_goes_live_and_rollback_uses_the_same_p
     training.policy_version_publish(version=v2)
     assert [c["name"] for c in pushed] == ["parley-v1", "parley-v2"]
     assert pushed[0]["urls"] == settings.VLLM_BASE_URLS
+    assert pushed[0]["key"] == settings.VLLM_API_KEY  # vLLM refuses adapter loads without it
     assert policy_version_live() == v2
     training.policy_version_publish(version=v1)  # rollback
     assert policy_version_live() == v1
