@@ -155,3 +155,21 @@ def test_a_peft_adapter_hot_loads_and_is_listed(
     base = _first_token_logprobs(stack, "base")
     adapted = _first_token_logprobs(stack, "test-adapter")
     assert base != adapted
+
+
+def test_a_forged_forwarded_for_does_not_walk_around_the_login_throttle(stack) -> None:
+    """Against the running web server: twelve failures, each claiming another X-Forwarded-For,
+    are one client (daphne is not told to believe the header, and no proxy is configured)."""
+    for path, username in (("/accounts/login/", "nobody-xff"), ("/admin/login/", "nobody-admin")):
+        with httpx.Client(base_url=stack.web_url, timeout=30) as client:
+            client.get(path)
+            token = client.cookies["csrftoken"]
+            statuses = [
+                client.post(
+                    path,
+                    data={"username": username, "password": "wrong", "csrfmiddlewaretoken": token},
+                    headers={"X-Forwarded-For": f"198.51.100.{n}"},
+                ).status_code
+                for n in range(12)
+            ]
+        assert statuses == [200] * 10 + [429, 429], (path, statuses)
