@@ -62,8 +62,8 @@ def test_chat_admin_and_dashboard_work_under_the_policy_with_no_violation(stack,
     page.goto(stack.web_url + "/accounts/login/")
     page.fill("#id_username", match.group(1))
     page.fill("#id_password", match.group(2))
-    page.click("button[type=submit]")
-    page.wait_for_load_state()
+    with page.expect_navigation():
+        page.click("main button[type=submit]")  # not the header's "Log out"
     visit(stack.web_url + "/admin/")
     assert page.is_visible("text=Site administration")
     visit(stack.web_url + "/admin/auth/user/")
