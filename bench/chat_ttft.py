@@ -8,6 +8,7 @@ Prints each pair, the medians, their ratio and the median time Parley adds (targ
 
     python bench/chat_ttft.py                       # starts the whole stack itself (~1 min)
     python bench/chat_ttft.py --web-url http://127.0.0.1:8000 --vllm-url http://127.0.0.1:8001/v1
+    (with VLLM_API_KEY set to the key that vLLM was started with: var/vllm_api_key)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import statistics
 import sys
@@ -133,7 +135,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--web-url", help="a running Parley (default: start the stack here)")
-    parser.add_argument("--vllm-url", help="its vLLM server, e.g. http://127.0.0.1:8001/v1")
+    parser.add_argument("--vllm-url", help="its vLLM server (send VLLM_API_KEY), e.g. :8001/v1")
     parser.add_argument("--prompts", type=int, default=len(PROMPTS))
     parser.add_argument("--username", default=f"bench-{int(time.time())}")
     parser.add_argument("--password", default="bench-passphrase-2718")
@@ -145,12 +147,21 @@ def main() -> None:
         asyncio.run(measure(args, args.web_url.rstrip("/"), args.vllm_url.rstrip("/")))
         return
 
+    import secrets
+
     from tests.helpers import Launcher, clean_env, free_port
 
     web_port, vllm_port = free_port(), free_port()
+    # The direct-to-vLLM requests (webapp.inference, in this process) send the stack's key.
+    os.environ["VLLM_API_KEY"] = key = secrets.token_urlsafe(32)
     with tempfile.TemporaryDirectory(prefix="parley-bench-") as var:
         launcher = Launcher(
-            clean_env(PARLEY_VAR_DIR=var, PARLEY_PORT=str(web_port), VLLM_PORT=str(vllm_port))
+            clean_env(
+                PARLEY_VAR_DIR=var,
+                PARLEY_PORT=str(web_port),
+                VLLM_PORT=str(vllm_port),
+                VLLM_API_KEY=key,
+            )
         )
         try:
             print("starting the stack…", flush=True)

@@ -28,6 +28,11 @@ class RunningSystem:
     var_dir: Path
     env: dict[str, str]
 
+    @property
+    def vllm_headers(self) -> dict[str, str]:
+        """vLLM refuses calls without the system's key (VLLM_API_KEY, given at its start)."""
+        return {"Authorization": f"Bearer {self.env['VLLM_API_KEY']}"}
+
     def manage(self, *args: str) -> str:
         """A manage.py command against this system (its database, its serving replicas)."""
         import subprocess
@@ -46,6 +51,7 @@ class RunningSystem:
 @contextmanager
 def running_system(extra_env: dict[str, str] | None = None) -> Iterator[RunningSystem]:
     """The whole system, started by its own launcher on free ports in a scratch var/."""
+    import secrets
     import subprocess
     import sys
 
@@ -58,6 +64,8 @@ def running_system(extra_env: dict[str, str] | None = None) -> Iterator[RunningS
         PARLEY_PORT=str(web_port),
         VLLM_PORT=str(vllm_port),
         PARLEY_API_RATE_LIMIT_PER_MINUTE="0",
+        # Known here, so the benchmarks that call vLLM directly can send it.
+        VLLM_API_KEY=secrets.token_urlsafe(32),
     )
     env.update(extra_env or {})
     print(f"bench | starting Parley (vLLM warm-up takes about a minute) in {var_dir}", flush=True)

@@ -73,8 +73,8 @@ def llamacpp_tps(batch: int, tokens: int) -> float | None:
     return produced / (time.perf_counter() - started)
 
 
-async def vllm_tps(url: str, batch: int, tokens: int) -> float:
-    async with httpx.AsyncClient(timeout=600) as client:
+async def vllm_tps(url: str, batch: int, tokens: int, headers: dict[str, str]) -> float:
+    async with httpx.AsyncClient(timeout=600, headers=headers) as client:
 
         async def one(prompt: str) -> int:
             body = {
@@ -100,7 +100,10 @@ def main() -> None:
     figures: dict[str, dict[str, float | None]] = {}
     with running_system({"PARLEY_SERVE": "1"}) as system:
         figures["vllm"] = {
-            f"batch_{b}": asyncio.run(vllm_tps(system.vllm_url, b, args.tokens)) for b in (1, 8)
+            f"batch_{b}": asyncio.run(
+                vllm_tps(system.vllm_url, b, args.tokens, system.vllm_headers)
+            )
+            for b in (1, 8)
         }
     # vLLM is stopped before the others run, so each engine has the cores to itself.
     figures["transformers"] = {f"batch_{b}": transformers_tps(b, args.tokens) for b in (1, 8)}

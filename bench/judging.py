@@ -292,7 +292,12 @@ def main() -> None:
         accuracy(args)
         return
     with running_system() as system:
-        endpoint = JudgeEndpoint(base_url=system.vllm_url, model="base", max_tokens=args.max_tokens)
+        endpoint = JudgeEndpoint(
+            base_url=system.vllm_url,
+            model="base",
+            max_tokens=args.max_tokens,
+            api_key=system.env["VLLM_API_KEY"],
+        )
         judge_once(endpoint, TURNS[0], args.votes, True)  # warm-up
         seconds: dict[str, list[float]] = {"batched": [], "separate": []}
         for index in range(args.turns):

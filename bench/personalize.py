@@ -100,12 +100,14 @@ def evaluate(
         }
         for p in prompts
     ]
-    answers = asyncio.run(_answers(system.vllm_url + "/chat/completions", bodies))
+    answers = asyncio.run(
+        _answers(system.vllm_url + "/chat/completions", bodies, system.vllm_headers)
+    )
     return sum(preference.satisfied(a) for a in answers) / len(answers)
 
 
-async def _answers(url: str, bodies: list[dict[str, Any]]) -> list[str]:
-    async with httpx.AsyncClient(timeout=600) as client:
+async def _answers(url: str, bodies: list[dict[str, Any]], headers: dict[str, str]) -> list[str]:
+    async with httpx.AsyncClient(timeout=600, headers=headers) as client:
 
         async def one(body: dict[str, Any]) -> str:
             body = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}

@@ -49,8 +49,8 @@ async def run(system, *, rounds: int, max_tokens: int, pause_s: float) -> None: 
         "stream_options": {"include_usage": True, "continuous_usage_stats": False},
     }
     paths = {
-        "vllm": (system.vllm_url + "/chat/completions", "base", {}, {}),
-        "vllm+rec": (system.vllm_url + "/chat/completions", "base", {}, recording),
+        "vllm": (system.vllm_url + "/chat/completions", "base", system.vllm_headers, {}),
+        "vllm+rec": (system.vllm_url + "/chat/completions", "base", system.vllm_headers, recording),
         "parley": (
             system.web_url + "/v1/chat/completions",
             "parley",

@@ -34,6 +34,7 @@ SECRET_VARIABLES = (
     "REDIS_PASSWORD",
     "CELERY_BROKER_URL",
     "JUDGE_API_KEY",
+    "VLLM_API_KEY",
 )
 
 
@@ -65,7 +66,8 @@ def web_command(env: Mapping[str, str]) -> list[str]:
     return [
         sys.executable,
         *("-m", "daphne", "-b", "0.0.0.0", "-p", port),
-        "--proxy-headers",
+        # No --proxy-headers: daphne would believe X-Forwarded-For from anyone. Parley reads
+        # it itself, from PARLEY_TRUSTED_PROXIES only (webapp.core.net).
         "webapp.asgi:application",
     ]
 
@@ -178,14 +180,24 @@ def adapter_sync_forever() -> None:
             models: dict[str, list[str] | None] = {}
             for replica in settings.VLLM_BASE_URLS:
                 try:
-                    answer = httpx.get(replica.rstrip("/") + "/models", timeout=5)
+                    answer = httpx.get(
+                        replica.rstrip("/") + "/models",
+                        headers={"Authorization": f"Bearer {settings.VLLM_API_KEY}"},
+                        timeout=5,
+                    )
                     answer.raise_for_status()
                     models[replica] = [entry["id"] for entry in answer.json()["data"]]
                 except (httpx.HTTPError, ValueError, KeyError):
                     models[replica] = None  # down or starting: its health check says so
             for replica in replicas_missing(name, models):
                 try:
-                    push(live.adapter_path, lora_name=name, serving_urls=[replica], timeout=60)
+                    push(
+                        live.adapter_path,
+                        lora_name=name,
+                        serving_urls=[replica],
+                        timeout=60,
+                        api_key=settings.VLLM_API_KEY,
+                    )
                     say(f"adapter-sync: loaded {name} into {replica}")
                 except (PublishError, FileNotFoundError) as exc:
                     if "already" not in str(exc).lower():

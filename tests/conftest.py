@@ -20,6 +20,13 @@ class Stack:
     admin_line: str
     var_dir: Path | None = None
 
+    @property
+    def vllm_headers(self) -> dict[str, str]:
+        """The stack's vLLM API key (generated into its var/) as vLLM wants it."""
+        assert self.var_dir is not None
+        key = (self.var_dir / "vllm_api_key").read_text().strip()
+        return {"Authorization": f"Bearer {key}"}
+
     def manage(self, *args: str) -> str:
         """Run a manage.py command against the stack's own database; returns its stdout."""
         import subprocess

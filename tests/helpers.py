@@ -24,7 +24,12 @@ def free_port() -> int:
 
 def clean_env(**overrides: str) -> dict[str, str]:
     """The environment of a fresh shell: no infrastructure URLs inherited from the test run."""
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    # VLLM_API_KEY too: each started system keeps its own key in its own var/.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DATABASE_URL", "REDIS_URL", "VLLM_API_KEY"}
+    }
     env.update(PYTHONUNBUFFERED="1", PARLEY_MODELS_DIR=str(ROOT / "var" / "models"))
     env.update(overrides)
     return env

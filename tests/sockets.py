@@ -13,7 +13,7 @@ from webapp.asgi import application
 
 async def open_socket(user: Any, conversation_id: int) -> tuple[WebsocketCommunicator, bool, Any]:
     """(socket, connected, close code); ``user=None`` opens it without a session."""
-    headers = [(b"origin", b"http://testserver")]
+    headers = [(b"host", b"testserver"), (b"origin", b"http://testserver")]
     if user is not None:
         client = Client()
         await database_sync_to_async(client.force_login)(user)

@@ -44,17 +44,25 @@ def _post(client: httpx.Client, replica: str, path: str, body: dict[str, Any]) -
     return {"replica": replica, "status": 200, "body": response.text, "seconds": seconds}
 
 
+def _headers(api_key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
 def push(
     adapter_dir: str | Path,
     *,
     lora_name: str,
     serving_urls: Sequence[str],
     timeout: float = 30.0,
+    api_key: str = "",
 ) -> list[dict[str, Any]]:
-    """Load the adapter into each replica in turn; one result per replica, or PublishError."""
+    """Load the adapter into each replica in turn; one result per replica, or PublishError.
+
+    ``api_key``: the key vLLM was started with (its adapter endpoints refuse calls without it).
+    """
     folder = Path(adapter_dir).resolve()
     if not (folder / "adapter_config.json").is_file():
         raise FileNotFoundError(f"{folder} has no adapter_config.json")
     body = {"lora_name": lora_name, "lora_path": str(folder), "load_inplace": False}
-    with httpx.Client(timeout=timeout) as client:
+    with httpx.Client(timeout=timeout, headers=_headers(api_key)) as client:
         return [_post(client, url, "/v1/load_lora_adapter", body) for url in serving_urls]

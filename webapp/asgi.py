@@ -13,9 +13,9 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402 - needs Django set up
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from webapp.api.asgi import ApiHandler, is_api_path  # noqa: E402
+from webapp.core.origin import SameOriginValidator  # noqa: E402
 from webapp.routing import websocket_urlpatterns  # noqa: E402
 
 api_asgi_app = ApiHandler()
@@ -29,8 +29,7 @@ async def http_application(scope: dict[str, Any], receive: Any, send: Any) -> No
 application = ProtocolTypeRouter(
     {
         "http": http_application,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        # Only the site's own origin (scheme, host and port) may open a socket.
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

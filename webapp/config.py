@@ -58,6 +58,61 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()] if value else default
 
 
+def env_networks(name: str) -> list[str]:
+    """A comma-separated list of addresses or networks ("10.0.0.5, 172.16.0.0/12")."""
+    import ipaddress
+
+    entries = env_list(name, [])
+    for entry in entries:
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError as exc:
+            raise ConfigError(f"{name}: {entry!r} is not an address or network") from exc
+    return entries
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` as a folder of this user's (created 0700), or ConfigError if another user owns
+    it: a folder someone else made could let them read or swap the secrets written into it."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    owner = path.stat().st_uid
+    if owner != os.getuid():
+        raise ConfigError(
+            f"{path} is owned by uid {owner}, not by you (uid {os.getuid()}); Parley keeps "
+            "secrets there, so it will not use it: remove it, or set PARLEY_VAR_DIR elsewhere"
+        )
+    return path
+
+
+def write_private(path: Path, text: str, *, replace: bool = True) -> bool:
+    """Write ``text`` to ``path`` readable by its owner only, from the first byte (the file is
+    created 0600, never chmod-ed later) and whole (a temporary renamed into place). With
+    ``replace=False`` an existing file is kept; returns whether this call wrote the file."""
+    private_dir(path.parent)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        if replace:
+            os.replace(temporary, path)
+            return True
+        try:
+            os.link(temporary, path)  # fails if it exists: two starters keep the first file
+            return True
+        except FileExistsError:
+            return False
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _kept_secret(path: Path) -> str:
+    """A random secret generated once and kept in ``path`` (0600)."""
+    if not path.exists():
+        write_private(path, secrets.token_urlsafe(50), replace=False)
+    return path.read_text().strip()
+
+
 def secret_key(*, debug: bool, embedded: bool, var_dir: Path) -> str:
     """The env's key; in embedded or debug mode a key generated once and kept in var/."""
     key = os.environ.get("DJANGO_SECRET_KEY", "")
@@ -68,12 +123,18 @@ def secret_key(*, debug: bool, embedded: bool, var_dir: Path) -> str:
             "DJANGO_SECRET_KEY is required when DATABASE_URL/REDIS_URL are set; "
             "generate one with: python -c 'import secrets; print(secrets.token_urlsafe(50))'"
         )
-    path = var_dir / "secret_key"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
-    return path.read_text().strip()
+    return _kept_secret(var_dir / "secret_key")
+
+
+def vllm_api_key(*, var_dir: Path) -> str:
+    """The key vLLM is started with and every call to it carries: VLLM_API_KEY when set (docker
+    sets it from the env file), else one generated once and kept in var/vllm_api_key (0600)."""
+    return os.environ.get("VLLM_API_KEY", "") or _kept_secret(var_dir / "vllm_api_key")
+
+
+def judge_api_key(*, judge_base_url: str, judge_key: str, vllm_key: str) -> str:
+    """JUDGE_API_KEY, else the serving key when the judge is the serving vLLM (no base URL)."""
+    return judge_key or ("" if judge_base_url else vllm_key)
 
 
 def infra_urls(*, var_dir: Path) -> tuple[str, str]:

@@ -62,6 +62,12 @@ def _session() -> aiohttp.ClientSession:
     return entry[1]
 
 
+def auth_headers() -> dict[str, str]:
+    """vLLM's API key (``VLLM_API_KEY``) as a bearer token, on every call to it."""
+    key = settings.VLLM_API_KEY
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
 def next_replica() -> str:
     """Round-robin over the serving replicas (VLLM_BASE_URLS)."""
     global _replicas
@@ -93,7 +99,7 @@ async def stream_chat(
     url = (base_url or next_replica()).rstrip("/") + "/chat/completions"
     complete = False
     try:
-        response = await _session().post(url, json=body)
+        response = await _session().post(url, json=body, headers=auth_headers())
     except (TimeoutError, aiohttp.ClientError) as exc:
         # Refused or timed out while (re)starting.
         raise ServingUnavailable(f"the model server at {url} is not answering") from exc

@@ -18,9 +18,12 @@ from webapp.config import (
     env_float,
     env_int,
     env_list,
+    env_networks,
     env_str,
     infra_urls,
+    judge_api_key,
     secret_key,
+    vllm_api_key,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -35,6 +38,9 @@ EMBEDDED = env_bool(
 SECRET_KEY = secret_key(debug=DEBUG, embedded=EMBEDDED, var_dir=VAR_DIR)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+# The reverse proxies whose X-Forwarded-For is believed (webapp.core.net): none by default, so
+# a client cannot choose the address the log-in throttle counts.
+TRUSTED_PROXIES = env_networks("PARLEY_TRUSTED_PROXIES")
 
 INSTALLED_APPS = [
     "daphne",
@@ -56,6 +62,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "webapp.core.middleware.ContentSecurityPolicyMiddleware",
     "webapp.core.middleware.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -169,6 +176,12 @@ FEEDBACK_TAGS_UP = env_list(
 VLLM_HOST = env_str("VLLM_HOST", "127.0.0.1")
 VLLM_PORT = env_int("VLLM_PORT", 8001)
 VLLM_BASE_URLS = env_list("VLLM_BASE_URLS", [f"http://{VLLM_HOST}:{VLLM_PORT}/v1"])
+# vLLM refuses /v1 calls (chat, adapter loading) without this key; every Parley client sends it.
+# Embedded: generated once into var/vllm_api_key (the launcher starts vLLM with it); docker: the
+# env file's VLLM_API_KEY, given to vLLM and the app containers alike.
+VLLM_API_KEY = env_str("VLLM_API_KEY", "") or (
+    vllm_api_key(var_dir=VAR_DIR) if EMBEDDED or DEBUG else ""
+)
 VLLM_DTYPE = env_str("VLLM_DTYPE", "float32")
 VLLM_MAX_MODEL_LEN = env_int("VLLM_MAX_MODEL_LEN", 2048)
 VLLM_MAX_LORA_RANK = env_int("VLLM_MAX_LORA_RANK", 16)
@@ -187,7 +200,11 @@ if JUDGE_KIND not in ("cues", "llm"):
 JUDGE_CONSTRAINED = env_bool("PARLEY_JUDGE_CONSTRAINED", True)
 JUDGE_BASE_URL = env_str("JUDGE_BASE_URL", "") or VLLM_BASE_URLS[0]
 JUDGE_MODEL = env_str("JUDGE_MODEL", "base")
-JUDGE_API_KEY = env_str("JUDGE_API_KEY", "")
+JUDGE_API_KEY = judge_api_key(
+    judge_base_url=env_str("JUDGE_BASE_URL", ""),
+    judge_key=env_str("JUDGE_API_KEY", ""),
+    vllm_key=VLLM_API_KEY,
+)
 JUDGE_VOTES = env_int("PARLEY_JUDGE_VOTES", 3)
 JUDGE_MAX_TOKENS = env_int("PARLEY_JUDGE_MAX_TOKENS", 256)
 JUDGE_TEMPERATURE = env_float("PARLEY_JUDGE_TEMPERATURE", 0.7)
@@ -216,6 +233,17 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 WHITENOISE_USE_FINDERS = True
 LOGIN_URL = "login"
+# Sign-up and password changes refuse short, common, all-digit and username-like passwords.
+PASSWORD_MIN_LENGTH = env_int("PARLEY_PASSWORD_MIN_LENGTH", 10)
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": PASSWORD_MIN_LENGTH},
+    },
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
 # Log-in throttle: this many failures for one username from one address lock that pair out
 # for the rest of the window (webapp.core.accounts).
 LOGIN_MAX_FAILURES = env_int("PARLEY_LOGIN_MAX_FAILURES", 10)
@@ -242,6 +270,23 @@ SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+# Only the site's own files run or style a page: no inline script, style or handler anywhere
+# (htmx's own indicator <style> and eval are turned off in base.html). 'self' covers the chat
+# websocket (ws/wss to the same host and port).
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "font-src 'self'",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
 
 LOGGING = {
     "version": 1,

@@ -5,6 +5,7 @@ from django.urls import include, path
 
 from webapp.api import key_views
 from webapp.core import views
+from webapp.core.accounts import throttled_login
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -16,5 +17,7 @@ urlpatterns = [
     path("settings/api-keys/<int:pk>/revoke", key_views.key_revoke, name="api_key_revoke"),
     path("dashboard/", include("webapp.dashboard.urls")),
     path("me/", include("webapp.privacy.urls")),
+    # The admin's log-in door is throttled like the site's (same counts).
+    path("admin/login/", throttled_login(admin.site.login)),
     path("admin/", admin.site.urls),
 ]

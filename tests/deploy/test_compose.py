@@ -139,6 +139,9 @@ def test_vllm_serves_loras_with_runtime_updating(config):
         assert "--dtype=bfloat16" in command, name
         env = service["environment"]
         assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True", name
+        # Started with the API key (from the env file, not the command line ps shows).
+        assert env.get("VLLM_API_KEY"), name
+        assert "api-key" not in command, name
 
 
 def test_train_and_every_vllm_replica_reserve_a_gpu(config):
@@ -184,6 +187,7 @@ def test_app_services_get_the_settings_that_matter_from_the_env_file(config):
         "DJANGO_CSRF_TRUSTED_ORIGINS",
         "VLLM_BASE_URLS",
         "VLLM_DTYPE",
+        "VLLM_API_KEY",
     ):
         assert web.get(name), f"web gets no {name}"
     assert web["PARLEY_BASE_MODEL"] == "/models/base"

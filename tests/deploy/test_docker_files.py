@@ -58,7 +58,7 @@ def test_roles_run_the_procfile_processes(entrypoint):
     beat = entrypoint.celery_command("beat", env)
     assert "beat" in beat and beat[beat.index("--schedule") + 1] == "/data/var/celerybeat-schedule"
     web = entrypoint.web_command({"PARLEY_PORT": "8000"})
-    assert web[-1] == "webapp.asgi:application" and "--proxy-headers" in web
+    assert web[-1] == "webapp.asgi:application" and "--proxy-headers" not in web
     assert web[web.index("-b") + 1] == "0.0.0.0"
     with pytest.raises(ValueError):
         entrypoint.celery_command("serve", env)

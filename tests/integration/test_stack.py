@@ -79,7 +79,11 @@ def test_vllm_streams_a_chat_completion_from_the_real_model(stack) -> None:
     deltas: list[str] = []
     usage = None
     with httpx.stream(
-        "POST", stack.vllm_url + "/chat/completions", json=request, timeout=120
+        "POST",
+        stack.vllm_url + "/chat/completions",
+        json=request,
+        headers=stack.vllm_headers,
+        timeout=120,
     ) as response:
         assert response.status_code == 200
         for line in response.iter_lines():
@@ -96,9 +100,10 @@ def test_vllm_streams_a_chat_completion_from_the_real_model(stack) -> None:
     assert (usage and usage["completion_tokens"] == len(deltas)) or usage["completion_tokens"] > 3
 
 
-def _first_token_logprobs(vllm_url: str, model: str) -> list[float]:
+def _first_token_logprobs(stack, model: str) -> list[float]:
     response = httpx.post(
-        vllm_url + "/chat/completions",
+        stack.vllm_url + "/chat/completions",
+        headers=stack.vllm_headers,
         timeout=120,
         json={
             "model": model,
@@ -132,15 +137,39 @@ def test_a_peft_adapter_hot_loads_and_is_listed(
     peft_model.save_pretrained(str(adapter_dir))
 
     server = stack.vllm_url.rsplit("/v1", 1)[0]
+    body = {"lora_name": "test-adapter", "lora_path": str(adapter_dir)}
+    # Without Parley's key vLLM refuses to load (or unload) anything: only Parley publishes.
+    for path in ("/v1/load_lora_adapter", "/v1/unload_lora_adapter"):
+        refused = httpx.post(server + path, timeout=60, json=body)
+        assert refused.status_code == 401, refused.text
+        wrong = {"Authorization": "Bearer not-the-key"}
+        assert httpx.post(server + path, timeout=60, json=body, headers=wrong).status_code == 401
+    assert httpx.get(stack.vllm_url + "/models", timeout=10).status_code == 401
     loaded = httpx.post(
-        server + "/v1/load_lora_adapter",
-        timeout=60,
-        json={"lora_name": "test-adapter", "lora_path": str(adapter_dir)},
+        server + "/v1/load_lora_adapter", timeout=60, json=body, headers=stack.vllm_headers
     )
     assert loaded.status_code == 200, loaded.text
-    listed = httpx.get(stack.vllm_url + "/models", timeout=10).json()
+    listed = httpx.get(stack.vllm_url + "/models", headers=stack.vllm_headers, timeout=10).json()
     assert "test-adapter" in [entry["id"] for entry in listed["data"]]
 
-    base = _first_token_logprobs(stack.vllm_url, "base")
-    adapted = _first_token_logprobs(stack.vllm_url, "test-adapter")
+    base = _first_token_logprobs(stack, "base")
+    adapted = _first_token_logprobs(stack, "test-adapter")
     assert base != adapted
+
+
+def test_a_forged_forwarded_for_does_not_walk_around_the_login_throttle(stack) -> None:
+    """Against the running web server: twelve failures, each claiming another X-Forwarded-For,
+    are one client (daphne is not told to believe the header, and no proxy is configured)."""
+    for path, username in (("/accounts/login/", "nobody-xff"), ("/admin/login/", "nobody-admin")):
+        with httpx.Client(base_url=stack.web_url, timeout=30) as client:
+            client.get(path)
+            token = client.cookies["csrftoken"]
+            statuses = [
+                client.post(
+                    path,
+                    data={"username": username, "password": "wrong", "csrfmiddlewaretoken": token},
+                    headers={"X-Forwarded-For": f"198.51.100.{n}"},
+                ).status_code
+                for n in range(12)
+            ]
+        assert statuses == [200] * 10 + [429, 429], (path, statuses)

@@ -70,6 +70,7 @@ def _sure_logprob(adapter_dir: str | None) -> float:
 def _first_token_logprob(stack, model: str) -> float:
     response = httpx.post(
         stack.vllm_url + "/chat/completions",
+        headers=stack.vllm_headers,
         timeout=120,
         json={
             "model": model,
@@ -153,7 +154,12 @@ def test_feedback_trains_new_versions_that_prefer_what_the_user_asked_for(
     } <= set(metrics[0])
 
     # vLLM serves the new version: the preferred opening is now more likely than under the base.
-    served = [m["id"] for m in httpx.get(stack.vllm_url + "/models", timeout=10).json()["data"]]
+    served = [
+        m["id"]
+        for m in httpx.get(
+            stack.vllm_url + "/models", headers=stack.vllm_headers, timeout=10
+        ).json()["data"]
+    ]
     assert f"parley-v{live}" in served
     adapter_dir = stack.sql(
         "SELECT adapter_path FROM learning_policyversion WHERE number = %s", (live,)

@@ -213,6 +213,7 @@ async def test_a_websocket_from_a_foreign_origin_is_refused(alice, origin) -> No
     client = Client()
     await database_sync_to_async(client.force_login)(alice.user)
     headers = [
+        (b"host", b"testserver"),
         (b"origin", origin),
         (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
     ]

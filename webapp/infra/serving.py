@@ -1,8 +1,11 @@
 """The `serve` process: vLLM's OpenAI server for the base model, with runtime LoRA loading.
 
 The base model is served under the name ``base``; published policy versions are LoRA
-adapters loaded next to it at run time (``/v1/load_lora_adapter``). vLLM's adapter endpoints
-have no authentication, so it binds to 127.0.0.1 (VLLM_HOST) unless told otherwise.
+adapters loaded next to it at run time (``/v1/load_lora_adapter``). vLLM is started with
+Parley's API key (``VLLM_API_KEY`` in its environment, which vLLM reads like ``--api-key`` but
+which ``ps`` does not show): every ``/v1`` path, the adapter endpoints included, refuses a call
+without it. Some of vLLM's other paths (``/invocations``, ``/tokenize``, ``/metrics``) have no
+authentication at all, so it still binds to 127.0.0.1 (VLLM_HOST) unless told otherwise.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ def vllm_server_command(options: VllmOptions) -> tuple[list[str], dict[str, str]
     for name, path in options.lora_modules:
         args += ["--lora-modules", f"{name}={path}"]
     env = dict(os.environ)
+    if settings.VLLM_API_KEY:
+        env["VLLM_API_KEY"] = settings.VLLM_API_KEY
     env.setdefault("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")
     if options.cpu_kvcache_space is not None:
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(options.cpu_kvcache_space))

@@ -278,6 +278,7 @@ async def test_the_real_model_streams_an_answer_that_is_stored_with_its_tokens(
     alice, stack, settings, monkeypatch
 ):
     settings.VLLM_BASE_URLS = [stack.vllm_url]
+    settings.VLLM_API_KEY = stack.vllm_headers["Authorization"].removeprefix("Bearer ")
     settings.CHAT_MAX_TOKENS = 12
     settings.CHAT_TEMPERATURE = 0.0
     monkeypatch.setattr(inference, "_replicas", None)

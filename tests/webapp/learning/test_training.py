@@ -34,8 +34,10 @@ def no_broker(monkeypatch):
 class FakePush(list):
     """An adapter push that records each call and loads nothing."""
 
-    def __call__(self, adapter_dir, *, lora_name, serving_urls, timeout=30.0):
-        self.append({"dir": str(adapter_dir), "name": lora_name, "urls": list(serving_urls)})
+    def __call__(self, adapter_dir, *, lora_name, serving_urls, timeout=30.0, api_key=""):
+        self.append(
+            {"dir": str(adapter_dir), "name": lora_name, "urls": list(serving_urls), "key": api_key}
+        )
         return [{"replica": u, "status": 200} for u in serving_urls]
 
 
@@ -202,6 +204,7 @@ def test_publish_loads_every_replica_then_goes_live_and_rollback_uses_the_same_p
     policy_version_publish(version=v2, push=pushed)
     assert [c["name"] for c in pushed] == ["parley-v1", "parley-v2"]
     assert pushed[0]["urls"] == settings.VLLM_BASE_URLS
+    assert pushed[0]["key"] == settings.VLLM_API_KEY  # vLLM refuses adapter loads without it
     assert policy_version_live() == v2
     policy_version_publish(version=v1, push=pushed)  # rollback
     assert policy_version_live() == v1

@@ -33,6 +33,7 @@ class AdapterPush(Protocol):
         lora_name: str,
         serving_urls: Sequence[str],
         timeout: float = ...,
+        api_key: str = ...,
     ) -> list[dict[str, Any]]: ...
 
 
@@ -51,6 +52,7 @@ def policy_version_publish(
                 lora_name=version.served_name(settings.PARLEY_MODEL_ID),
                 serving_urls=settings.VLLM_BASE_URLS,
                 timeout=60,
+                api_key=settings.VLLM_API_KEY,
             )
         except publish.PublishError as exc:
             if "already" not in str(exc).lower():

@@ -14,6 +14,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from webapp.config import write_private
+
 
 class Command(BaseCommand):
     help = "Create the first admin account if there is none."
@@ -31,8 +33,7 @@ class Command(BaseCommand):
         users.objects.create_superuser(username=username, email=email, password=password)
         if generated:
             note = settings.VAR_DIR / "admin.txt"
-            note.write_text(f"username: {username}\npassword: {password}\n")
-            note.chmod(0o600)
+            write_private(note, f"username: {username}\npassword: {password}\n")
             self.stdout.write(
                 f"ensure_admin | created the admin account: username {username!r}, "
                 f"password {password!r} (also in {note})"
