@@ -97,16 +97,12 @@ def test_the_judge_sends_the_key_by_default(vllm, settings) -> None:
     assert vllm.seen == [("/v1/chat/completions", f"Bearer {KEY}")]
 
 
-def test_publish_and_unload_send_the_key(vllm, tmp_path: Path) -> None:
-    from trainer.publish import push, unload
+def test_publish_sends_the_key(vllm, tmp_path: Path) -> None:
+    from trainer.publish import push
 
     (tmp_path / "adapter_config.json").write_text("{}")
     push(tmp_path, lora_name="parley-v1", serving_urls=[vllm.url], api_key=KEY)
-    unload("parley-v1", [vllm.url], api_key=KEY)
-    assert vllm.seen == [
-        ("/v1/load_lora_adapter", f"Bearer {KEY}"),
-        ("/v1/unload_lora_adapter", f"Bearer {KEY}"),
-    ]
+    assert vllm.seen == [("/v1/load_lora_adapter", f"Bearer {KEY}")]
 
 
 def test_the_launchers_warm_up_sends_the_key(vllm) -> None:

@@ -36,6 +36,7 @@ class VllmOptions:
     lora_modules: tuple[tuple[str, str], ...] = ()
     extra_args: tuple[str, ...] = ()
     cpu_kvcache_space: int | None = None
+    api_key: str = ""  # passed in vLLM's environment, not on its command line
 
 
 def vllm_server_command(options: VllmOptions) -> tuple[list[str], dict[str, str]]:
@@ -56,8 +57,8 @@ def vllm_server_command(options: VllmOptions) -> tuple[list[str], dict[str, str]
     for name, path in options.lora_modules:
         args += ["--lora-modules", f"{name}={path}"]
     env = dict(os.environ)
-    if settings.VLLM_API_KEY:
-        env["VLLM_API_KEY"] = settings.VLLM_API_KEY
+    if options.api_key:
+        env["VLLM_API_KEY"] = options.api_key
     env.setdefault("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")
     if options.cpu_kvcache_space is not None:
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(options.cpu_kvcache_space))
@@ -86,6 +87,7 @@ def vllm_command() -> tuple[list[str], dict[str, str]]:
             extra_args=tuple(shlex.split(settings.VLLM_EXTRA_ARGS)),
             lora_modules=(live,) if live is not None else (),
             cpu_kvcache_space=settings.VLLM_CPU_KVCACHE_SPACE,
+            api_key=settings.VLLM_API_KEY,
         )
     )
 
