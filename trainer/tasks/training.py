@@ -33,10 +33,8 @@ def train_update(self, update_id: int) -> int | None:  # noqa: ANN001 - Celery's
     from transformers import AutoTokenizer
 
     from trainer.config import config_from_dict
-    from trainer.distributed import run_update_launched
-    from trainer.gate import gate_decision, probe_metrics
-    from trainer.probes import PROBE_PROMPTS, PROBE_TEXT
-    from trainer.update import run_update
+    from trainer.gate import gate_decision
+    from trainer.pipeline import train_and_probe
     from webapp.learning import training
 
     with training.training_lock() as acquired:
@@ -63,21 +61,18 @@ def train_update(self, update_id: int) -> int | None:  # noqa: ANN001 - Celery's
             processes = getattr(
                 settings, "TRAIN_PROCESSES", int(os.environ.get("PARLEY_TRAIN_PROCESSES", "1"))
             )
-            # Several GPUs: one launched process per GPU, metrics read back from rank 0.
-            steps = (
-                run_update_launched(
-                    config, samples, out_adapter_dir=out_dir, processes=processes, **dirs
-                )
-                if processes > 1
-                else run_update(config, samples, out_adapter_dir=out_dir, **dirs)
+            # Several GPUs: one launched process per GPU, metrics read back from rank 0. The
+            # probe gate then measures the model the trainer holds in memory.
+            steps = train_and_probe(
+                config, samples, out_adapter_dir=out_dir, processes=processes, **dirs
             )
             for metrics in steps:
                 if metrics.get("done"):
                     summary = metrics
                 else:
                     training.training_update_record_step(update=update, metrics=metrics)
-            probe = probe_metrics(base_dir, out_dir, PROBE_PROMPTS, PROBE_TEXT)
-            base_probe = _base_probe(base_dir)
+            probe, base_probe = summary.pop("probe"), summary.pop("base_probe")
+            _base_probe(base_probe)
             passed, reasons = gate_decision(
                 probe, base_probe, settings.GATE_MAX_KL, settings.GATE_MAX_PPL_RATIO
             )
@@ -99,17 +94,15 @@ def train_update(self, update_id: int) -> int | None:  # noqa: ANN001 - Celery's
     return version.number
 
 
-def _base_probe(base_dir: Path) -> dict[str, float]:
-    """The base model's probe figures, measured once and kept on version 0."""
-    from trainer.gate import probe_metrics
-    from trainer.probes import PROBE_PROMPTS, PROBE_TEXT
+def _base_probe(measured: dict[str, float]) -> None:
+    """Keep the base model's probe figures on version 0 the first time they are measured
+    (the dashboard shows them); the gate compares with this update's own base figures."""
     from webapp.learning.models import PolicyVersion
 
     base = PolicyVersion.objects.get(number=0)
     if not base.probe_metrics.get("probe_ppl"):
-        base.probe_metrics = probe_metrics(base_dir, None, PROBE_PROMPTS, PROBE_TEXT)
+        base.probe_metrics = measured
         base.save(update_fields=["probe_metrics"])
-    return base.probe_metrics
 
 
 @shared_task(name="trainer.tasks.publishing.publish_version")
