@@ -110,6 +110,19 @@ def load_policy(
     base = AutoModelForCausalLM.from_pretrained(
         str(base_model_dir), dtype=resolve_base_dtype(config, dev)
     )
+    return policy_from_base(base, config, init_adapter_dir=init_adapter_dir, device=dev)
+
+
+def policy_from_base(
+    base: PreTrainedModel,
+    config: UpdateConfig,
+    *,
+    init_adapter_dir: str | Path | None = None,
+    device: str | torch.device | None = None,
+) -> PeftModel:
+    """``load_policy`` for a base model already in memory (``bench/gpu_train_check.py`` builds
+    a random one on the GPU rather than writing gigabytes to disk first)."""
+    dev = pick_device(device)
     base.config.use_cache = False
     if uses_gradient_checkpointing(config, dev):
         # Non-reentrant checkpointing needs no grad-requiring inputs, so frozen embeddings work.
