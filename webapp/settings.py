@@ -168,7 +168,8 @@ FEEDBACK_TAGS_UP = env_list(
 VLLM_HOST = env_str("VLLM_HOST", "127.0.0.1")
 VLLM_PORT = env_int("VLLM_PORT", 8001)
 VLLM_BASE_URLS = env_list("VLLM_BASE_URLS", [f"http://{VLLM_HOST}:{VLLM_PORT}/v1"])
-VLLM_DTYPE = env_str("VLLM_DTYPE", "float32")
+# "auto": bfloat16 on a GPU, float32 on the CPU, the same rule as the trainer's base weights.
+VLLM_DTYPE = env_str("VLLM_DTYPE", "auto")
 VLLM_MAX_MODEL_LEN = env_int("VLLM_MAX_MODEL_LEN", 2048)
 VLLM_MAX_LORA_RANK = env_int("VLLM_MAX_LORA_RANK", 16)
 VLLM_CPU_KVCACHE_SPACE = env_int("VLLM_CPU_KVCACHE_SPACE", 2)

