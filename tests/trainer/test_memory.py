@@ -127,3 +127,4 @@ def test_vllm_share_follows_the_gpu_split(env: dict[str, str], share: float) -> 
 def test_readme_shows_the_table_this_code_computes() -> None:
     readme = (ROOT / "README.md").read_text()
     assert budget_table() in readme
+    assert _budget(vllm_share=0.85).explain() in readme  # the refusal it quotes
