@@ -8,6 +8,8 @@
   becomes daphne.
 - ``judge`` / ``train`` / ``beat``: the Celery processes of the Procfile, each exec'd so that
   ``docker stop`` reaches Celery directly and its warm shutdown lets a running task finish.
+  ``train`` first prints the update's GPU memory budget (``python -m trainer.memory``) and
+  does not start when it cannot fit or when ``PARLEY_TRAIN_DEVICE=cuda`` finds no GPU.
 - ``adapter-sync``: every ``PARLEY_ADAPTER_SYNC_S`` seconds this writes the live version's
   ``NAME=PATH`` to ``PARLEY_LIVE_ADAPTER_FILE`` on the adapters volume, which
   ``docker/vllm-start.sh`` turns into ``--lora-modules`` when a vLLM container (re)starts (the
@@ -20,6 +22,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 import urllib.request
@@ -60,6 +63,12 @@ def celery_command(role: str, env: Mapping[str, str]) -> list[str]:
             *("--schedule", schedule),
         ]
     raise ValueError(f"not a Celery role: {role!r}")
+
+
+def train_check_command(env: Mapping[str, str]) -> list[str]:
+    """The start-up check of the train role: the memory budget, and the device setting."""
+    model = env.get("PARLEY_BASE_MODEL", "/models/base")
+    return [sys.executable, "-m", "trainer.memory", "--model", model]
 
 
 def web_command(env: Mapping[str, str]) -> list[str]:
@@ -248,6 +257,10 @@ def main(argv: list[str]) -> int:
         prepare_web()
         command = web_command(env)
     elif role in ("judge", "train", "beat"):
+        if role == "train":
+            checked = subprocess.run(train_check_command(env), check=False).returncode
+            if checked != 0:
+                return checked
         command = celery_command(role, env)
     elif role == "adapter-sync":
         _django()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -323,3 +324,35 @@ def budget_table(gpu_gib: float = 80, vllm_shares: Sequence[float] = (0.85, 0.6)
                 f"| {b.need_gib:.1f} GiB | " + " | ".join(cells) + " |"
             )
     return "\n".join(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m trainer.memory [--model DIR]``: print the default update's budget on this
+    host's training GPU; exit 1 when it cannot fit, 2 when the device setting cannot be met."""
+    import argparse
+
+    from trainer.policy import TrainDeviceError, pick_device
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--model", default=os.environ.get("PARLEY_BASE_MODEL", ""))
+    args = parser.parse_args(argv)
+    try:
+        device = pick_device()
+    except TrainDeviceError as exc:
+        print(f"trainer.memory: error: {exc}", file=sys.stderr)
+        return 2
+    if device.type != "cuda":
+        print(f"training memory budget: training on the {device.type}, no GPU budget to check")
+        return 0
+    try:
+        budget = gpu_budget(args.model, UpdateConfig(), device)
+    except MemoryBudgetError as exc:
+        print(f"trainer.memory: error: {exc}", file=sys.stderr)
+        return 1
+    assert budget is not None
+    print(f"training memory budget: {budget.explain()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

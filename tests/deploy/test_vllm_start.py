@@ -85,3 +85,29 @@ def test_a_live_adapter_whose_folder_is_gone_is_skipped(
 def test_vllm_extra_args_are_split_and_appended(tmp_path: Path) -> None:
     argv = start(tmp_path, VLLM_EXTRA_ARGS="--max-num-seqs 64  --enable-prefix-caching")
     assert argv[-3:] == ["--max-num-seqs", "64", "--enable-prefix-caching"]
+
+
+def test_the_train_role_refuses_to_start_without_the_gpu_it_was_promised(
+    entrypoint: ModuleType, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this host has a GPU: the train role would start")
+    monkeypatch.setenv("PARLEY_TRAIN_DEVICE", "cuda")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.chdir(ROOT)
+    assert entrypoint.main(["train"]) == 2  # returned before exec'ing Celery
+    assert "PARLEY_TRAIN_DEVICE=cuda but torch sees no GPU" in capfd.readouterr().err
+
+
+def test_the_train_start_up_check_prints_the_budget_on_the_cpu(entrypoint: ModuleType) -> None:
+    result = subprocess.run(
+        entrypoint.train_check_command({"PARLEY_BASE_MODEL": "/nowhere"}),
+        cwd=ROOT,
+        env={**os.environ, "PARLEY_TRAIN_DEVICE": "cpu"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0 and "training on the cpu" in result.stdout
