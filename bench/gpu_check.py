@@ -318,6 +318,8 @@ def run_check(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         adapter_dir = work / "adapters" / ADAPTER_NAME
         if device == "cuda":
             torch.cuda.reset_peak_memory_stats()
+        # The trainer's memory budget counts what this vLLM leaves, not the settings' default.
+        os.environ.setdefault("PARLEY_TRAIN_VLLM_SHARE", str(args.gpu_memory_utilization))
         train_started = time.perf_counter()
         steps: list[dict[str, Any]] = []
         summary: dict[str, Any] = {}

@@ -8,9 +8,13 @@
   becomes daphne.
 - ``judge`` / ``train`` / ``beat``: the Celery processes of the Procfile, each exec'd so that
   ``docker stop`` reaches Celery directly and its warm shutdown lets a running task finish.
-- ``adapter-sync``: a vLLM replica that restarts comes back with the base model only; every
-  ``PARLEY_ADAPTER_SYNC_S`` seconds this loads the live adapter into any replica that lacks it
-  (the Procfile's ``serve`` does this itself at start, but the official vLLM image has no Django).
+  ``train`` first prints the update's GPU memory budget (``python -m trainer.memory``) and
+  does not start when it cannot fit or when ``PARLEY_TRAIN_DEVICE=cuda`` finds no GPU.
+- ``adapter-sync``: every ``PARLEY_ADAPTER_SYNC_S`` seconds this writes the live version's
+  ``NAME=PATH`` to ``PARLEY_LIVE_ADAPTER_FILE`` on the adapters volume, which
+  ``docker/vllm-start.sh`` turns into ``--lora-modules`` when a vLLM container (re)starts (the
+  official vLLM image has no Django to ask), and loads the live adapter into any running replica
+  that still lacks it.
 - ``healthcheck``: exit 0 when ``/healthz`` answers 200 (used by the compose health check).
 - anything else runs as given (``python manage.py createsuperuser``, ``bash``).
 """
@@ -18,6 +22,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 import urllib.request
@@ -61,6 +66,12 @@ def celery_command(role: str, env: Mapping[str, str]) -> list[str]:
     raise ValueError(f"not a Celery role: {role!r}")
 
 
+def train_check_command(env: Mapping[str, str]) -> list[str]:
+    """The start-up check of the train role: the memory budget, and the device setting."""
+    model = env.get("PARLEY_BASE_MODEL", "/models/base")
+    return [sys.executable, "-m", "trainer.memory", "--model", model]
+
+
 def web_command(env: Mapping[str, str]) -> list[str]:
     port = env.get("PARLEY_PORT", "8000")
     return [
@@ -88,6 +99,33 @@ def replicas_missing(
         for replica, models in models_by_replica.items()
         if models is not None and live_name not in models
     ]
+
+
+LIVE_ADAPTER_FILE = "/data/adapters/live-adapter"
+
+
+def write_live_adapter(path: str, name: str | None, adapter_path: str | None) -> bool:
+    """Keep ``NAME=PATH`` of the live adapter in ``path`` (removed when the base is live).
+
+    Written to a temporary file and renamed, so a starting vLLM never reads half a line.
+    Returns whether the file changed.
+    """
+    line = f"{name}={adapter_path}\n" if name and adapter_path else ""
+    try:
+        with open(path) as current:
+            if current.read() == line:
+                return False
+    except FileNotFoundError:
+        if not line:
+            return False
+    if not line:
+        os.remove(path)
+        return True
+    partial = f"{path}.partial"
+    with open(partial, "w") as out:
+        out.write(line)
+    os.replace(partial, path)
+    return True
 
 
 def example_secrets(env: Mapping[str, str]) -> list[str]:
@@ -167,6 +205,7 @@ def adapter_sync_forever() -> None:
     from webapp.learning.models import PolicyVersion
 
     interval = float(os.environ.get("PARLEY_ADAPTER_SYNC_S", "15"))
+    live_file = os.environ.get("PARLEY_LIVE_ADAPTER_FILE", LIVE_ADAPTER_FILE)
     say(f"adapter-sync: checking {', '.join(settings.VLLM_BASE_URLS)} every {interval:.0f} s")
     while True:
         close_old_connections()
@@ -175,6 +214,14 @@ def adapter_sync_forever() -> None:
         except DatabaseError as exc:
             say(f"adapter-sync: cannot read the live version: {exc}")
             live = None
+        if live is not None:
+            is_adapter = live.number > 0
+            name = live.served_name(settings.PARLEY_MODEL_ID) if is_adapter else None
+            try:
+                if write_live_adapter(live_file, name, live.adapter_path if is_adapter else None):
+                    say(f"adapter-sync: a restarting vLLM will load {name or 'the base only'}")
+            except OSError as exc:
+                say(f"adapter-sync: cannot write {live_file}: {exc}")
         if live is not None and live.number > 0:
             name = live.served_name(settings.PARLEY_MODEL_ID)
             models: dict[str, list[str] | None] = {}
@@ -222,6 +269,10 @@ def main(argv: list[str]) -> int:
         prepare_web()
         command = web_command(env)
     elif role in ("judge", "train", "beat"):
+        if role == "train":
+            checked = subprocess.run(train_check_command(env), check=False).returncode
+            if checked != 0:
+                return checked
         command = celery_command(role, env)
     elif role == "adapter-sync":
         _django()

@@ -102,9 +102,28 @@ def collate(
     return Batch(input_ids_B_T, attention_mask_B_T, target_mask_B_T, target_logp_B_T)
 
 
-def micro_batches(rows: list[int], size: int) -> Iterator[list[int]]:
-    """Consecutive slices of at most ``size`` row indices."""
-    return (rows[k : k + size] for k in range(0, len(rows), size))
+def micro_batches(
+    rows: list[int], lengths: list[int], *, max_tokens: int, max_rows: int
+) -> Iterator[list[int]]:
+    """Consecutive runs of row indices whose padded size (rows × longest) fits ``max_tokens``.
+
+    ``lengths[i]`` is row ``rows[i]``'s sequence length. Rows sorted by length waste the least
+    padding. A row longer than ``max_tokens`` on its own still gets a micro-batch of its own.
+
+    >>> list(micro_batches([0, 1, 2, 3], [100, 100, 300, 900], max_tokens=900, max_rows=8))
+    [[0, 1, 2], [3]]
+    """
+    current: list[int] = []
+    longest = 0
+    for row, length in zip(rows, lengths, strict=True):
+        widest = max(longest, length)
+        if current and (len(current) >= max_rows or (len(current) + 1) * widest > max_tokens):
+            yield current
+            current, widest = [], length
+        current.append(row)
+        longest = widest
+    if current:
+        yield current
 
 
 def move_targets(values_B_S: Tensor, from_mask_B_S: Tensor, to_mask_B_T: Tensor) -> Tensor:

@@ -14,6 +14,7 @@ from trainer.algorithms import algorithm_get
 
 OldLogpSource = Literal["recompute", "sampler"]
 Teacher = Literal["base", "policy"]
+BaseDtype = Literal["auto", "float32", "bfloat16"]
 
 # vLLM's LoRA support for Llama-family models covers exactly these projections; an adapter
 # with any other target (embeddings, lm_head, norms) would train but fail to load in serving.
@@ -42,8 +43,24 @@ class UpdateConfig:
     """Optimizer steps per update; each step is one full pass over the batch (gradients
     accumulated over micro-batches). Step 1 reuses step 0's log-probs as the old policy."""
 
-    micro_batch_size: int = 4
-    """Sequences per forward/backward pass; lower it to save memory, results do not change."""
+    micro_batch_size: int = 16
+    """At most this many sequences per forward/backward pass (micro_batch_tokens is the limit
+    that matters for memory); results do not change with either."""
+
+    micro_batch_tokens: int = 4096
+    """Padded tokens (sequences × longest of them) per forward/backward pass: activation memory
+    grows with tokens, not sequences, so this is what keeps a pass inside its memory budget. A
+    sample longer than this gets a micro-batch of its own."""
+
+    gradient_checkpointing: bool | None = None
+    """Recompute each layer's activations in the backward pass instead of keeping them: about a
+    third more compute for a fraction of the activation memory. None: on for a GPU, off on the
+    CPU (where memory is rarely the limit and compute always is)."""
+
+    base_dtype: BaseDtype = "auto"
+    """Precision of the frozen base weights. "auto": bfloat16 on a GPU that supports it (half
+    the memory of fp32, and what vLLM serves), float32 on the CPU (this CPU has no fast bf16).
+    The LoRA weights, their gradients and the optimizer state are fp32 whatever this says."""
 
     clip_low: float = 0.2
     """PPO ratio may fall to 1 − clip_low before a negative advantage stops pushing it down."""
@@ -90,7 +107,8 @@ class UpdateConfig:
     """Cap on the truncated importance weight (or on the ratio, with old_logp_source="sampler")."""
 
     lora_rank: int = 16
-    """LoRA rank for a new adapter; must not exceed vLLM's --max-lora-rank (16 here)."""
+    """LoRA rank for a new adapter; must not exceed vLLM's --max-lora-rank (VLLM_MAX_LORA_RANK,
+    16 by default): the trainer refuses a larger one, which serving could not load."""
 
     lora_alpha: int = 32
     """LoRA scaling numerator: the update is scaled by alpha / rank."""
@@ -124,8 +142,12 @@ class UpdateConfig:
             raise ValueError(f"unknown old_logp_source {self.old_logp_source!r}")
         if self.teacher not in ("base", "policy"):
             raise ValueError(f"unknown teacher {self.teacher!r}")
-        if self.steps_per_batch < 1 or self.micro_batch_size < 1:
-            raise ValueError("steps_per_batch and micro_batch_size must be at least 1")
+        if self.steps_per_batch < 1 or self.micro_batch_size < 1 or self.micro_batch_tokens < 1:
+            raise ValueError(
+                "steps_per_batch, micro_batch_size and micro_batch_tokens must be at least 1"
+            )
+        if self.base_dtype not in ("auto", "float32", "bfloat16"):
+            raise ValueError(f"unknown base_dtype {self.base_dtype!r}")
 
 
 def config_from_dict(values: dict[str, Any]) -> UpdateConfig:

@@ -1,6 +1,7 @@
 """The policy: a base model folder plus a LoRA adapter, scored token by token.
 
-The base weights stay frozen in fp32; only the adapter trains. The teacher for distillation and
+The base weights stay frozen (bf16 on a GPU, fp32 on the CPU: ``UpdateConfig.base_dtype``);
+only the adapter trains, in fp32 whatever the base's precision. The teacher for distillation and
 the reference for the KL penalty are the same network with the adapter switched off, so one
 copy of the weights serves all three roles. Adapters are saved as peft writes them
 (adapter_config.json + adapter_model.safetensors), which vLLM's /v1/load_lora_adapter loads.
@@ -9,6 +10,7 @@ copy of the weights serves all three roles. Adapters are saved as peft writes th
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import resource
 from collections.abc import Iterator
@@ -34,15 +36,60 @@ _LOGIT_TRANSFORMS = (
 )
 
 
+DEVICE_SETTING = "PARLEY_TRAIN_DEVICE"
+
+
+class TrainDeviceError(RuntimeError):
+    """The training device the settings ask for is not there."""
+
+
 def pick_device(device: str | torch.device | None = None) -> torch.device:
-    """The given device, else CUDA when present (this process's GPU under a launcher that sets
-    LOCAL_RANK, such as torchrun or accelerate), else the CPU."""
+    """The device to train on: the given one, else what ``PARLEY_TRAIN_DEVICE`` says.
+
+    "auto" (the default): CUDA when present (this process's GPU under a launcher that sets
+    LOCAL_RANK, such as torchrun or accelerate), else the CPU. "cpu": the CPU. "cuda": the GPU,
+    and no GPU is an error rather than hours of silent CPU training (a driver older than the
+    one torch's CUDA build needs makes ``torch.cuda.is_available()`` false).
+    """
     if device is not None:
         return torch.device(device)
+    setting = os.environ.get(DEVICE_SETTING, "auto").strip().lower() or "auto"
+    if setting not in ("auto", "cpu", "cuda"):
+        raise TrainDeviceError(f"{DEVICE_SETTING}={setting!r}: use auto, cpu or cuda")
+    if setting == "cpu":
+        return torch.device("cpu")
     if not torch.cuda.is_available():
+        if setting == "cuda":
+            raise TrainDeviceError(
+                f"{DEVICE_SETTING}=cuda but torch sees no GPU (torch {torch.__version__}, "
+                f"built for CUDA {torch.version.cuda}): check nvidia-smi, the NVIDIA driver "
+                "version the README names, and that the container was given the GPU"
+            )
         return torch.device("cpu")
     local_rank = os.environ.get("LOCAL_RANK")
     return torch.device(f"cuda:{local_rank}" if local_rank is not None else "cuda")
+
+
+def resolve_base_dtype(config: UpdateConfig, device: torch.device) -> torch.dtype:
+    """bf16 on a GPU that has it, fp32 elsewhere, unless the config names one."""
+    if config.base_dtype == "float32":
+        return torch.float32
+    if config.base_dtype == "bfloat16":
+        return torch.bfloat16
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return torch.float32
+
+
+def uses_gradient_checkpointing(config: UpdateConfig, device: torch.device) -> bool:
+    if config.gradient_checkpointing is not None:
+        return config.gradient_checkpointing
+    return device.type == "cuda"
+
+
+def max_serving_lora_rank() -> int:
+    """vLLM's --max-lora-rank, from the same setting the serving command reads."""
+    return int(os.environ.get("VLLM_MAX_LORA_RANK") or 16)
 
 
 def load_policy(
@@ -52,13 +99,34 @@ def load_policy(
     init_adapter_dir: str | Path | None = None,
     device: str | torch.device | None = None,
 ) -> PeftModel:
-    """The base model in fp32 with a trainable LoRA adapter: a new one, or a saved one continued.
+    """The frozen base with a trainable fp32 LoRA adapter: a new one, or a saved one continued.
 
     A new adapter is initialised from ``config.seed`` (A random, B zero, so it starts as the
     base model). A continued adapter keeps its own rank and targets; the config's are ignored.
+    An adapter whose rank exceeds serving's ``VLLM_MAX_LORA_RANK`` is refused: vLLM could not
+    load what this would train.
     """
-    base = AutoModelForCausalLM.from_pretrained(str(base_model_dir), dtype=torch.float32)
+    dev = pick_device(device)
+    base = AutoModelForCausalLM.from_pretrained(
+        str(base_model_dir), dtype=resolve_base_dtype(config, dev)
+    )
+    return policy_from_base(base, config, init_adapter_dir=init_adapter_dir, device=dev)
+
+
+def policy_from_base(
+    base: PreTrainedModel,
+    config: UpdateConfig,
+    *,
+    init_adapter_dir: str | Path | None = None,
+    device: str | torch.device | None = None,
+) -> PeftModel:
+    """``load_policy`` for a base model already in memory (``bench/gpu_train_check.py`` builds
+    a random one on the GPU rather than writing gigabytes to disk first)."""
+    dev = pick_device(device)
     base.config.use_cache = False
+    if uses_gradient_checkpointing(config, dev):
+        # Non-reentrant checkpointing needs no grad-requiring inputs, so frozen embeddings work.
+        base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     torch.manual_seed(config.seed)
     if init_adapter_dir is not None:
         model = PeftModel.from_pretrained(base, str(init_adapter_dir), is_trainable=True)
@@ -72,7 +140,22 @@ def load_policy(
             task_type="CAUSAL_LM",
         )
         model = get_peft_model(base, lora)
-    return model.to(pick_device(device))
+    rank = model.peft_config["default"].r
+    if rank > max_serving_lora_rank():
+        raise ValueError(
+            f"LoRA rank {rank} exceeds serving's VLLM_MAX_LORA_RANK={max_serving_lora_rank()}"
+        )
+    for param in trainable_parameters(model):
+        param.data = param.data.float()  # the adapter trains in fp32 over a bf16 base
+    return model.to(dev)
+
+
+def release_memory(device: torch.device) -> None:
+    """Return cached GPU blocks to the driver, so an idle worker does not hold its peak."""
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
 
 
 def trainable_parameters(model: torch.nn.Module) -> list[torch.nn.Parameter]:
@@ -156,7 +239,12 @@ def save_adapter(model: PeftModel, out_dir: str | Path) -> Path:
 
 
 def peak_memory(device: torch.device) -> dict[str, float | None]:
-    """Peak resident memory of this process so far (Linux reports KiB), and peak GPU memory."""
+    """Peak resident memory of this process so far (Linux reports KiB), and peak GPU memory
+    allocated by tensors and reserved by torch's caching allocator (what nvidia-smi sees)."""
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    gpu_mb = torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
-    return {"peak_rss_mb": rss_mb, "peak_gpu_mb": gpu_mb}
+    on_gpu = device.type == "cuda"
+    return {
+        "peak_rss_mb": rss_mb,
+        "peak_gpu_mb": torch.cuda.max_memory_allocated(device) / 2**20 if on_gpu else None,
+        "peak_gpu_reserved_mb": torch.cuda.max_memory_reserved(device) / 2**20 if on_gpu else None,
+    }

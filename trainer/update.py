@@ -10,7 +10,11 @@ as they come; it never sees a database. The algorithm, in order:
 3. ``steps_per_batch`` optimizer steps, each one pass over the batch in micro-batches with
    gradients accumulated. Step 0's log-probs are the old policy (the parameters have not moved
    yet), so the old log-probs, the OPD advantages and the trainer–sampler gap cost no extra pass.
-4. Save the adapter and yield a summary with ``"done": True``.
+4. Save the adapter, free the GPU's cached memory and yield a summary with ``"done": True``.
+
+Micro-batches are sized by padded tokens (``micro_batch_tokens``), since activation memory
+grows with tokens; on a GPU the update's memory budget is checked before the model is loaded
+(``trainer.memory``), so a configuration that cannot fit is refused with the arithmetic.
 
 Several processes (``World``, launched by ``trainer.distributed``) compute the same update: each
 rank computes the advantages and token counts from all samples, takes every ``world_size``-th
@@ -37,8 +41,7 @@ import torch.distributed as dist
 from torch import Tensor
 
 from trainer.advantages import ALGORITHM_SIGNALS, reward_advantages, token_advantages
-from trainer.batch import Batch, collate, micro_batches, move_targets
-from trainer.batch import Sample as TrainingSample  # renamed in trainer/batch.py
+from trainer.batch import Batch, Sample, collate, micro_batches, move_targets
 from trainer.config import UpdateConfig
 from trainer.losses import (
     kl_k3,
@@ -46,10 +49,13 @@ from trainer.losses import (
     sft_loss,
     tis_weights,
 )
+from trainer.memory import gpu_budget
 from trainer.policy import (
     adapter_disabled,
     load_policy,
     peak_memory,
+    pick_device,
+    release_memory,
     save_adapter,
     token_logprobs,
     trainable_parameters,
@@ -87,37 +93,48 @@ class _Chunk:
 
 def run_update(
     config: UpdateConfig,
-    samples: list[TrainingSample],
+    samples: list[Sample],
     *,
     base_model_dir: str | Path,
     init_adapter_dir: str | Path | None,
     out_adapter_dir: str | Path,
     device: str | torch.device | None = None,
     world: World | None = None,
+    model: torch.nn.Module | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Train the adapter on the samples; yield one metrics dict per step, then a summary.
 
     With a world of several processes every rank must run this with the same arguments (they
     meet in collectives every step); only rank 0 yields anything and writes the adapter.
+    ``model``: a policy the caller loaded with ``load_policy`` (and keeps, to run the probe gate
+    on it afterwards: ``trainer.pipeline.train_and_probe``); by default this loads its own.
     """
     world = world or World.current()
     started = time.perf_counter()
     torch.manual_seed(config.seed)
-    model = load_policy(base_model_dir, config, init_adapter_dir=init_adapter_dir, device=device)
+    budget = None
+    if model is None:
+        longest = max((_length(s) for s in samples), default=0)
+        budget = gpu_budget(base_model_dir, config, pick_device(device), longest_sequence=longest)
+        model = load_policy(
+            base_model_dir, config, init_adapter_dir=init_adapter_dir, device=device
+        )
     dev = next(model.parameters()).device
     pad_id = model.config.pad_token_id or 0
     use_rl, use_opd = ALGORITHM_SIGNALS[config.algorithm]
     reward_adv, baseline = reward_advantages(config, samples)
 
-    def trains_pg(s: TrainingSample) -> bool:
+    def trains_pg(s: Sample) -> bool:
         has_signal = (use_rl and s.reward is not None) or (use_opd and s.hint is not None)
         return has_signal and len(s.response_token_ids) > 0
 
     pg_rows = sorted(
-        (i for i, s in enumerate(samples) if trains_pg(s)),
-        key=lambda i: len(samples[i].prompt_token_ids) + len(samples[i].response_token_ids),
+        (i for i, s in enumerate(samples) if trains_pg(s)), key=lambda i: _length(samples[i])
     )
-    sft_rows = [i for i, s in enumerate(samples) if s.correction_token_ids]
+    sft_rows = sorted(
+        (i for i, s in enumerate(samples) if s.correction_token_ids),
+        key=lambda i: _length(samples[i], correction=True),
+    )
     if not pg_rows and not sft_rows:
         raise ValueError("no sample carries a signal this algorithm can train on")
 
@@ -125,8 +142,11 @@ def run_update(
     # whichever rank computes it; a target mask has one 1 per response (correction) token.
     pg_tokens = float(sum(len(samples[i].response_token_ids) for i in pg_rows))
     sft_tokens = float(sum(len(samples[i].correction_token_ids or []) for i in sft_rows))
-    pg_micro = list(micro_batches(pg_rows, config.micro_batch_size))
-    sft_micro = list(micro_batches(sft_rows, config.micro_batch_size))
+    sizes = {"max_tokens": config.micro_batch_tokens, "max_rows": config.micro_batch_size}
+    pg_micro = list(micro_batches(pg_rows, [_length(samples[i]) for i in pg_rows], **sizes))
+    sft_micro = list(
+        micro_batches(sft_rows, [_length(samples[i], correction=True) for i in sft_rows], **sizes)
+    )
     model.eval()
     with torch.no_grad():
         chunks = [
@@ -205,9 +225,15 @@ def run_update(
         if world.rank == 0:
             yield metrics
 
+    if world.rank == 0:
+        save_adapter(model, out_adapter_dir)
+    metrics_peak = peak_memory(dev)
+    # Drop the optimizer state, activations and cached blocks now, not when the worker exits:
+    # an idle worker holding its peak starves vLLM of KV cache on a shared GPU.
+    del optimizer, params, chunks, sft_batches, model
+    release_memory(dev)
     if world.rank != 0:
         return
-    save_adapter(model, out_adapter_dir)
     yield {
         "done": True,
         "adapter_dir": str(Path(out_adapter_dir)),
@@ -220,12 +246,20 @@ def run_update(
         "processes": world.world_size,
         "setup_seconds": setup_seconds,
         "seconds": time.perf_counter() - started,
+        "micro_batches": len(pg_micro) + len(sft_micro),
+        "memory_budget": budget.as_dict() if budget is not None else None,
         **gap,
-        **peak_memory(dev),
+        **metrics_peak,
     }
 
 
-def _correction_batch(samples: list[TrainingSample], pad_id: int) -> Batch:
+def _length(sample: Sample, *, correction: bool = False) -> int:
+    """The sequence length a sample's row has (prompt + response, or prompt + correction)."""
+    target = (sample.correction_token_ids or []) if correction else sample.response_token_ids
+    return len(sample.prompt_token_ids) + len(target)
+
+
+def _correction_batch(samples: list[Sample], pad_id: int) -> Batch:
     """The prompt followed by the user's corrected answer, trained with the supervised loss."""
     return collate(
         [s.prompt_token_ids for s in samples],
@@ -237,7 +271,7 @@ def _correction_batch(samples: list[TrainingSample], pad_id: int) -> Batch:
 def _prepare_chunk(
     model: torch.nn.Module,
     config: UpdateConfig,
-    samples: list[TrainingSample],
+    samples: list[Sample],
     reward_adv: list[float],
     *,
     use_rl: bool,

@@ -182,7 +182,8 @@ VLLM_BASE_URLS = env_list("VLLM_BASE_URLS", [f"http://{VLLM_HOST}:{VLLM_PORT}/v1
 VLLM_API_KEY = env_str("VLLM_API_KEY", "") or (
     vllm_api_key(var_dir=VAR_DIR) if EMBEDDED or DEBUG else ""
 )
-VLLM_DTYPE = env_str("VLLM_DTYPE", "float32")
+# "auto": bfloat16 on a GPU, float32 on the CPU, the same rule as the trainer's base weights.
+VLLM_DTYPE = env_str("VLLM_DTYPE", "auto")
 VLLM_MAX_MODEL_LEN = env_int("VLLM_MAX_MODEL_LEN", 2048)
 VLLM_MAX_LORA_RANK = env_int("VLLM_MAX_LORA_RANK", 16)
 VLLM_CPU_KVCACHE_SPACE = env_int("VLLM_CPU_KVCACHE_SPACE", 2)

@@ -51,8 +51,8 @@ def compose_command() -> list[str] | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def config() -> dict[str, Any]:
+def compose_config(**overrides: str) -> dict[str, Any]:
+    """The resolved compose model with the example env file (plus variables that override it)."""
     command = compose_command()
     if command is None:
         pytest.skip(
@@ -70,12 +70,22 @@ def config() -> dict[str, Any]:
         text=True,
         timeout=60,
         cwd=ROOT,
-        env={**os.environ, "PARLEY_ENV_FILE": ".env.example", "COMPOSE_PROJECT_NAME": "parley"},
+        env={
+            **os.environ,
+            "PARLEY_ENV_FILE": ".env.example",
+            "COMPOSE_PROJECT_NAME": "parley",
+            **overrides,
+        },
     )
     assert result.returncode == 0, f"{' '.join(command)} config failed:\n{result.stderr}"
     model = yaml.safe_load(result.stdout)
     assert model and model.get("services"), f"empty compose model:\n{result.stdout[:2000]}"
     return model
+
+
+@pytest.fixture(scope="module")
+def config() -> dict[str, Any]:
+    return compose_config()
 
 
 def _gpu_reservations(service: dict[str, Any]) -> list[dict[str, Any]]:
@@ -149,8 +159,77 @@ def test_train_and_every_vllm_replica_reserve_a_gpu(config):
         reservations = _gpu_reservations(config["services"][name])
         assert reservations, f"{name} reserves no GPU"
         assert reservations[0]["driver"] == "nvidia"
-    assert _gpu_reservations(config["services"]["vllm"])[0]["device_ids"] == ["0"]
-    assert _gpu_reservations(config["services"]["vllm-2"])[0]["device_ids"] == ["1"]
+    services = config["services"]
+    assert services["vllm"]["environment"]["CUDA_VISIBLE_DEVICES"] == "0"
+    assert services["vllm-2"]["environment"]["CUDA_VISIBLE_DEVICES"] == "1"
+    assert services["train"]["environment"]["CUDA_VISIBLE_DEVICES"] == "0"
+    for name in ("train", "vllm", "vllm-2"):
+        assert services[name]["environment"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID", name
+
+
+def test_several_gpu_ids_reach_each_service_as_a_list():
+    services = compose_config(TRAIN_GPUS="2,3", VLLM_GPUS="0,1", VLLM2_GPUS="4,5")["services"]
+    for name, ids in (("train", "2,3"), ("vllm", "0,1"), ("vllm-2", "4,5")):
+        assert services[name]["environment"]["CUDA_VISIBLE_DEVICES"] == ids, name
+        # No reservation carries "2,3" as one device id (the engine would look for GPU "2,3").
+        for reservation in _gpu_reservations(services[name]):
+            assert all("," not in str(i) for i in reservation.get("device_ids") or []), name
+    assert services["train"]["environment"]["TRAIN_GPUS"] == "2,3"
+
+
+def test_vllm_starts_with_vllm_serve_extra_args_and_a_compile_cache():
+    services = compose_config(VLLM_EXTRA_ARGS="--max-num-seqs 64")["services"]
+    caches = set()
+    for name in ("vllm", "vllm-2"):
+        service = services[name]
+        assert service["entrypoint"] == ["/bin/sh", "/parley/vllm-start.sh"], name
+        mounts = _mounts(service)
+        assert mounts["/parley/vllm-start.sh"]["read_only"], name
+        assert mounts["/parley/vllm-start.sh"]["source"].endswith("docker/vllm-start.sh"), name
+        cache = mounts["/root/.cache"]
+        assert not cache["read_only"] and cache["source"], name
+        caches.add(cache["source"])
+        env = service["environment"]
+        assert env["VLLM_EXTRA_ARGS"] == "--max-num-seqs 64", name
+        assert env["VLLM_CACHE_ROOT"].startswith("/root/.cache/"), name
+        assert env["PARLEY_LIVE_ADAPTER_FILE"].startswith(ADAPTERS_PATH + "/"), name
+        assert not any("vllm.entrypoints" in part for part in service["command"]), name
+    assert len(caches) == 2, "two vLLM servers compiling into one cache folder would race"
+    assert "vllm-cache" in compose_config()["volumes"]
+
+
+def test_serving_max_lora_rank_is_the_trainers_limit():
+    services = compose_config(VLLM_MAX_LORA_RANK="32")["services"]
+    assert "--max-lora-rank=32" in services["vllm"]["command"]
+    assert services["train"]["environment"]["VLLM_MAX_LORA_RANK"] == "32"
+
+
+def test_the_example_splits_one_gpu_so_a_4b_model_trains_beside_vllm(config):
+    from trainer.memory import SHAPES, memory_budget, vllm_share_of_training_gpu
+
+    train_env = config["services"]["train"]["environment"]
+    assert train_env["PARLEY_TRAIN_DEVICE"] == "cuda"
+    share = vllm_share_of_training_gpu(train_env)
+    assert train_env["TRAIN_GPUS"] == train_env["VLLM_GPUS"] and share < 0.85
+    budget = memory_budget(
+        SHAPES["4B (Qwen3-4B)"],
+        dtype_bytes=2,
+        lora_rank=16,
+        target_modules=("q_proj", "k_proj", "v_proj", "o_proj"),
+        micro_batch_tokens=4096,
+        gradient_checkpointing=True,
+        gpu_gib=80,
+        vllm_share=share,
+    )
+    assert budget.fits, budget.explain()
+    assert f"--gpu-memory-utilization={share}" in config["services"]["vllm"]["command"]
+
+
+def test_the_example_says_what_django_https_does_to_a_first_plain_http_visit():
+    lines = ENV_EXAMPLE.read_text().splitlines()
+    at = lines.index("DJANGO_HTTPS=1")
+    comment = " ".join(lines[at - 6 : at])
+    assert "http://" in comment and "proxy" in comment and "DJANGO_HTTPS=0" in comment
 
 
 def test_adapters_volume_is_at_one_path_writable_by_train_read_only_for_serving(config):
@@ -161,7 +240,8 @@ def test_adapters_volume_is_at_one_path_writable_by_train_read_only_for_serving(
         mount = _mounts(services[name]).get(ADAPTERS_PATH)
         assert mount is not None, f"{name} does not mount the adapters at {ADAPTERS_PATH}"
         assert mount["source"] == train["source"], name
-        assert mount["read_only"], f"{name} can write the adapters"
+        # adapter-sync writes one file there: the live adapter a restarting vLLM loads.
+        assert mount["read_only"] == (name != "adapter-sync"), f"{name} can write the adapters"
     assert services["train"]["environment"]["PARLEY_ADAPTERS_DIR"] == ADAPTERS_PATH
 
 

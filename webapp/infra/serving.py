@@ -36,11 +36,15 @@ class VllmOptions:
     lora_modules: tuple[tuple[str, str], ...] = ()
     extra_args: tuple[str, ...] = ()
     cpu_kvcache_space: int | None = None
+    # vLLM's share of the GPU, as in docker (the CPU build ignores it: VLLM_CPU_KVCACHE_SPACE).
+    gpu_memory_utilization: float | None = None
     api_key: str = ""  # passed in vLLM's environment, not on its command line
 
 
 def vllm_server_command(options: VllmOptions) -> tuple[list[str], dict[str, str]]:
     """The one vLLM command line (argv and environment): `serve` and bench/gpu_check use it."""
+    # The module form, deprecated in favour of `vllm serve` (which docker uses): vllm-cpu's
+    # `vllm` command looks up package metadata named "vllm" and fails before parsing anything.
     args = [
         sys.executable,
         *("-m", "vllm.entrypoints.openai.api_server"),
@@ -51,6 +55,8 @@ def vllm_server_command(options: VllmOptions) -> tuple[list[str], dict[str, str]
         *("--max-loras", str(options.max_loras)),
         "--disable-uvicorn-access-log",
     ]
+    if options.gpu_memory_utilization is not None:
+        args += ["--gpu-memory-utilization", str(options.gpu_memory_utilization)]
     if options.tool_call_parser:
         args += ["--enable-auto-tool-choice", "--tool-call-parser", options.tool_call_parser]
     args += options.extra_args
@@ -80,7 +86,7 @@ def vllm_command() -> tuple[list[str], dict[str, str]]:
             model_dir=str(settings.BASE_MODEL_DIR),
             host=settings.VLLM_HOST,
             port=settings.VLLM_PORT,
-            dtype=settings.VLLM_DTYPE,
+            dtype=serving_dtype(settings.VLLM_DTYPE, cuda=_cuda_available()),
             max_model_len=settings.VLLM_MAX_MODEL_LEN,
             max_lora_rank=settings.VLLM_MAX_LORA_RANK,
             tool_call_parser=settings.VLLM_TOOL_CALL_PARSER,
@@ -88,8 +94,30 @@ def vllm_command() -> tuple[list[str], dict[str, str]]:
             lora_modules=(live,) if live is not None else (),
             cpu_kvcache_space=settings.VLLM_CPU_KVCACHE_SPACE,
             api_key=settings.VLLM_API_KEY,
+            gpu_memory_utilization=settings.VLLM_GPU_MEMORY_UTILIZATION,
         )
     )
+
+
+def serving_dtype(setting: str, *, cuda: bool) -> str:
+    """VLLM_DTYPE, with "auto" resolved by the trainer's rule (``UpdateConfig.base_dtype``):
+    bfloat16 on a GPU, float32 on the CPU (no fast bf16 without AVX-512), so serving and
+    training hold the weights in the same precision in every mode.
+
+    >>> serving_dtype("auto", cuda=True), serving_dtype("auto", cuda=False)
+    ('bfloat16', 'float32')
+    >>> serving_dtype("float16", cuda=True)
+    'float16'
+    """
+    if setting != "auto":
+        return setting
+    return "bfloat16" if cuda else "float32"
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def live_adapter() -> tuple[str, str] | None:

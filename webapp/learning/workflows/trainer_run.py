@@ -2,8 +2,9 @@
 
 This is the only webapp module that loads torch (the train task imports it on first use, so
 web and judge processes never do). It turns stored sample rows into ``trainer.batch.Sample``s
-with the base model's tokenizer, runs ``trainer.update.run_update`` (one process per GPU when
-several), then measures the candidate on the probe set and decides the gate.
+with the base model's tokenizer, runs ``trainer.pipeline.train_and_probe`` (the update, one
+process per GPU when several, then the probe figures of the candidate and of the base measured
+on the model it holds in memory) and decides the gate.
 """
 
 from __future__ import annotations
@@ -15,10 +16,8 @@ from transformers import AutoTokenizer
 
 from trainer.batch import Sample, hinted_prompt_ids
 from trainer.config import config_from_dict
-from trainer.distributed import run_update_launched
-from trainer.gate import gate_decision, probe_metrics
-from trainer.probes import PROBE_PROMPTS, PROBE_TEXT
-from trainer.update import run_update
+from trainer.gate import gate_decision
+from trainer.pipeline import train_and_probe
 from webapp.learning.training import SampleRow
 from webapp.learning.workflows.training import TrainJob, TrainResult
 
@@ -48,13 +47,8 @@ def train_and_gate(job: TrainJob, *, record_step: Callable[[dict[str, Any]], Non
     samples = [_sample(row, tokenizer) for row in job.samples]
     config = config_from_dict(job.config)
     dirs = {"base_model_dir": job.base_model_dir, "init_adapter_dir": job.init_adapter_dir}
-    # Several GPUs: one launched process per GPU, metrics read back from rank 0.
-    steps = (
-        run_update_launched(
-            config, samples, out_adapter_dir=job.out_dir, processes=job.processes, **dirs
-        )
-        if job.processes > 1
-        else run_update(config, samples, out_adapter_dir=job.out_dir, **dirs)
+    steps = train_and_probe(
+        config, samples, out_adapter_dir=job.out_dir, processes=job.processes, **dirs
     )
     summary: dict[str, Any] = {}
     for metrics in steps:
@@ -62,10 +56,7 @@ def train_and_gate(job: TrainJob, *, record_step: Callable[[dict[str, Any]], Non
             summary = metrics
         else:
             record_step(metrics)
-    probe = probe_metrics(job.base_model_dir, job.out_dir, PROBE_PROMPTS, PROBE_TEXT)
-    base_probe = job.base_probe or probe_metrics(
-        job.base_model_dir, None, PROBE_PROMPTS, PROBE_TEXT
-    )
+    probe, base_probe = summary.pop("probe"), summary.pop("base_probe")
     passed, reasons = gate_decision(probe, base_probe, job.gate_max_kl, job.gate_max_ppl_ratio)
     return TrainResult(
         summary=summary, probe=probe, base_probe=base_probe, passed=passed, reasons=reasons

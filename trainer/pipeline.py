@@ -1,0 +1,98 @@
+"""The trainer's one entry point for a training update: train, then probe the candidate.
+
+``train_and_probe`` runs the update (``trainer.update.run_update`` in this process, or
+``trainer.distributed.run_update_launched`` on several) and then the probe gate's measurement
+on the model it has in memory: the candidate with its adapter on, the base with it off. The
+model is loaded once per update (once more after a launched update, whose ranks are other
+processes), never once per probe. Deciding pass or fail stays with the caller
+(``trainer.gate.gate_decision``), so the criteria can change without touching this.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoTokenizer
+
+from trainer.batch import Sample
+from trainer.config import UpdateConfig
+from trainer.distributed import Launcher, run_update_launched
+from trainer.gate import probe_model
+from trainer.memory import gpu_budget
+from trainer.policy import load_policy, pick_device, release_memory
+from trainer.probes import PROBE_PROMPTS, PROBE_TEXT
+from trainer.update import run_update
+
+
+def train_and_probe(
+    config: UpdateConfig,
+    samples: list[Sample],
+    *,
+    base_model_dir: str | Path,
+    init_adapter_dir: str | Path | None,
+    out_adapter_dir: str | Path,
+    processes: int = 1,
+    launcher: Launcher = "accelerate",
+    device: str | torch.device | None = None,
+    probe_prompts: Sequence[str] = PROBE_PROMPTS,
+    probe_text: str = PROBE_TEXT,
+    max_new_tokens: int = 24,
+) -> Iterator[dict[str, Any]]:
+    """Yield each step's metrics, then the summary (``"done": True``) with two more keys:
+    ``"probe"`` (the candidate's probe figures) and ``"base_probe"`` (the base's, measured on
+    the same weights in the same precision), plus ``"gate_seconds"``."""
+    dev = pick_device(device)
+    summary: dict[str, Any] = {}
+    if processes > 1:
+        for metrics in run_update_launched(
+            config,
+            samples,
+            base_model_dir=base_model_dir,
+            init_adapter_dir=init_adapter_dir,
+            out_adapter_dir=out_adapter_dir,
+            processes=processes,
+            launcher=launcher,
+        ):
+            if metrics.get("done"):
+                summary = metrics
+            else:
+                yield metrics
+        gpu_budget(base_model_dir, config, dev)
+        model = load_policy(base_model_dir, config, init_adapter_dir=out_adapter_dir, device=dev)
+    else:
+        longest = max(
+            (len(s.prompt_token_ids) + len(s.response_token_ids) for s in samples), default=0
+        )
+        budget = gpu_budget(base_model_dir, config, dev, longest_sequence=longest)
+        model = load_policy(base_model_dir, config, init_adapter_dir=init_adapter_dir, device=dev)
+        for metrics in run_update(
+            config,
+            samples,
+            base_model_dir=base_model_dir,
+            init_adapter_dir=init_adapter_dir,
+            out_adapter_dir=out_adapter_dir,
+            device=dev,
+            model=model,
+        ):
+            if metrics.get("done"):
+                summary = metrics
+            else:
+                yield metrics
+        summary["memory_budget"] = budget.as_dict() if budget is not None else None
+    started = time.perf_counter()
+    tokenizer = AutoTokenizer.from_pretrained(str(base_model_dir))
+    candidate, base = probe_model(
+        model, tokenizer, probe_prompts, probe_text, max_new_tokens=max_new_tokens
+    )
+    del model
+    release_memory(dev)
+    yield {
+        **summary,
+        "probe": candidate,
+        "base_probe": base,
+        "gate_seconds": time.perf_counter() - started,
+    }
