@@ -1,5 +1,6 @@
-"""The model server restarted: chats get a clear error while it is gone, work again as soon
-as it is back, and a restarted server loads the live adapter before it takes traffic.
+"""The model server restarted: chats get a clear error while it is gone and work again as soon
+as it is back; the serve command of a restarted server names the live adapter (vLLM loads
+``--lora-modules`` before its port answers; a real restart costs minutes here and is not run).
 
 A real vLLM restart costs minutes here, so the server is an OpenAI-compatible stand-in on a
 real port: first nothing listens there (refused, as during a restart), then it answers, or
