@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+
 from webapp.learning.models import Judgement, PolicyVersion, Sample
 
 

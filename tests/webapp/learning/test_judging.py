@@ -13,7 +13,6 @@ from tests.factories import AnswerFactory
 from webapp.chat import services
 from webapp.chat.models import Message
 from webapp.learning.models import Judgement, PolicyVersion, Sample
-from webapp.learning.selectors import policy_version_live
 from webapp.learning.tasks import judge_message as judge_message_task
 from webapp.learning.workflows.judging import finalize_conversation, judge_message
 

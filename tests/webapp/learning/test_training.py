@@ -8,7 +8,6 @@ from django.contrib.auth import get_user_model
 from tests.factories import AnswerFactory
 from trainer.algorithms import SAMPLE_KINDS
 from trainer.publish import PublishError
-from webapp.chat import services
 from webapp.core.outbox import Task
 from webapp.learning import training
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
