@@ -28,15 +28,21 @@ def service_owned_perms(perms_needed: Iterable[str]) -> set[str]:
 
 
 def footprint_note(footprint: TrainingFootprint) -> str:
-    """What the deleted conversation had left in training, in one sentence for its owner."""
+    """What the deleted conversation had left in training, in a sentence or two for its owner."""
+    running = (
+        f" {footprint.in_training} sample(s) from it were being trained by an update running "
+        "now: that update is discarded when it finishes and its weights are never served."
+        if footprint.in_training
+        else ""
+    )
     if not footprint.trained_samples:
-        return "Nothing from it had been trained."
+        return "Nothing from it had been trained." + running
     versions = ", ".join(
         v.label if v.published else f"{v.label} (never served)" for v in footprint.versions
     )
     return (
         f"{footprint.trained_samples} sample(s) from it had already been trained into "
-        f"{versions or 'an update'}; what they taught stays in those weights."
+        f"{versions or 'an update'}; what they taught stays in those weights.{running}"
     )
 
 
@@ -58,6 +64,15 @@ def my_conversation_delete(
     of the versions that update produced: those are not retrained. ``actor`` (the owner, or the
     admin deleting it) is recorded in the audit log with that footprint.
     """
+    # Lock its samples first: an update finishing now consumes them under the same lock, so
+    # either it finished first (and the footprint below says they were trained) or it finds
+    # them gone and discards its weights (``training_update_finish``) — never "untrained" for
+    # samples that end up served.
+    list(
+        Sample.objects.select_for_update(of=("self",))
+        .filter(message__conversation=conversation)
+        .values_list("pk", flat=True)
+    )
     footprint = conversation_footprint(conversation=conversation)
     audit_record(
         actor=actor,
