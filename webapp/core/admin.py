@@ -71,7 +71,9 @@ class ParleyUserAdmin(AuditedAdmin, UserAdmin):
     def _delete_conversations(self, request: HttpRequest, users: Any) -> None:
         for user in users:
             for conversation in user.conversations.all():
-                my_conversation_delete(conversation=conversation, actor=request.user, via="admin")
+                my_conversation_delete(
+                    conversation=conversation, actor=request.user, via="the admin (account deleted)"
+                )
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
         self._delete_conversations(request, [obj])

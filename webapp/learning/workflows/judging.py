@@ -143,10 +143,10 @@ def finalize_conversation(conversation_id: int, *, judge: JudgeModel) -> int | N
         )
         return None
     judgement_id = judge_message(candidate.pk, judge=judge, conversation_end=True)
-    candidate.refresh_from_db(fields=["judging_skip_reason"])
-    if judgement_id is None and candidate.judging_skip_reason:
+    if judgement_id is None:  # judging again would not change that: the sweep leaves it
+        candidate.refresh_from_db(fields=["judging_skip_reason"])
+        why = candidate.judging_skip_reason or "already judged on this evidence, without a sample"
         services.conversation_finalize_skip(
-            conversation_id=conversation_id,
-            reason=f"answer {candidate.pk}: {candidate.judging_skip_reason}",
+            conversation_id=conversation_id, reason=f"answer {candidate.pk}: {why}"
         )
     return judgement_id
