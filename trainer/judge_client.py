@@ -17,6 +17,15 @@ class JudgeUnavailable(RuntimeError):
     """The judge endpoint did not answer; the task retries later."""
 
 
+class JudgeRejected(ValueError):
+    """The judge refused this request (a 4xx such as a context too long): asking again would
+    get the same answer, so the turn is recorded as unjudgeable instead of retried."""
+
+
+RETRYABLE_STATUS = frozenset({408, 429})
+"""4xx answers that mean "not now" rather than "never": a timeout and throttling."""
+
+
 @dataclass(frozen=True)
 class JudgeEndpoint:
     base_url: str
@@ -57,8 +66,11 @@ def complete_n(
 
 
 def _texts(response: httpx.Response) -> list[str]:
-    if response.status_code >= 500:
-        raise JudgeUnavailable(f"judge failed with {response.status_code}")
+    status = response.status_code
+    if status >= 500 or status in RETRYABLE_STATUS:
+        raise JudgeUnavailable(f"judge failed with {status}")
+    if status >= 400:
+        raise JudgeRejected(f"judge refused the request with {status}: {response.text[:300]}")
     response.raise_for_status()
     choices = sorted(response.json()["choices"], key=lambda c: c["index"])
     return [c["message"].get("content") or "" for c in choices]

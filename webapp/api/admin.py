@@ -8,10 +8,11 @@ from webapp.api.keys import api_key_revoke
 from webapp.api.models import ApiKey
 from webapp.chat.models import Conversation
 from webapp.core.admin_helpers import admin_list_link
+from webapp.core.audit import AuditedAdmin
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(AuditedAdmin):
     list_display = ("prefix", "name", "owner", "is_active", "created_at", "last_used_at")
     list_filter = (("revoked_at", admin.EmptyFieldListFilter), "created_at", "last_used_at")
     search_fields = ("prefix", "name", "owner__username")

@@ -1,4 +1,8 @@
-"""Admin for conversations, messages and feedback: declarative and read-mostly (services write).
+"""Admin for conversations, messages and feedback: declarative and read-only where it matters.
+
+Messages and feedback are what the loop judged and trained on: view-only, like judgements and
+samples. A conversation's title may be renamed (logged); deleting one goes through the "My data"
+service, which deletes what it left in the loop, says what was already trained, and logs it.
 
 Each page links along the learning chain (conversation → message → judgements → samples → the
 update that consumed them → the version it produced); list pages select their related rows so
@@ -7,6 +11,8 @@ a page costs the same few queries however many rows it shows.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, StreamingHttpResponse
@@ -14,9 +20,12 @@ from django.utils.html import format_html
 
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.core.admin_helpers import admin_link, admin_list_link, jsonl_response, pretty_json
+from webapp.core.audit import AuditedAdmin, ViewOnlyAdmin
 from webapp.learning.export import conversation_records
 from webapp.learning.models import Judgement, Sample
 from webapp.learning.services import messages_rejudge
+from webapp.privacy.selectors import conversation_footprint
+from webapp.privacy.services import deletion_summary, my_conversation_delete, service_owned_perms
 
 
 def rejudge_notice(request: HttpRequest, model_admin: admin.ModelAdmin, answers: list) -> None:
@@ -76,7 +85,7 @@ class MessageInline(admin.TabularInline):
 
 
 @admin.register(Conversation)
-class ConversationAdmin(admin.ModelAdmin):
+class ConversationAdmin(AuditedAdmin):
     list_display = (
         "__str__",
         "owner",
@@ -91,10 +100,50 @@ class ConversationAdmin(admin.ModelAdmin):
     search_fields = ("title", "owner__username", "external_session_id")
     list_select_related = ("owner",)
     raw_id_fields = ("owner", "api_key")
-    readonly_fields = ("created_at", "last_activity_at", "closed_at", "learning_links")
+    # Only the title is the admin's to change: who owns it, where it came from and whether it
+    # may be trained on are the owner's (and what it already taught cannot be undone).
+    readonly_fields = (
+        "owner",
+        "source",
+        "external_session_id",
+        "api_key",
+        "train_consent",
+        "created_at",
+        "last_activity_at",
+        "closed_at",
+        "finalize_skip_reason",
+        "learning_links",
+    )
     date_hierarchy = "created_at"
     inlines = [MessageInline]
     actions = ["export_jsonl"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        """What the delete page lists, headed by what was already trained (which stays)."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        trained = [
+            f"Already trained: {f.trained_samples} sample(s) into "
+            f"{', '.join(v.label for v in f.versions) or 'an update'} from “{c}” — what they "
+            "taught stays in those weights."
+            for c in objs
+            if (f := conversation_footprint(conversation=c)).trained_samples
+        ]
+        return [*trained, *deleted], counts, service_owned_perms(perms_needed), protected
+
+    def log_deletions(self, request: HttpRequest, queryset: Any) -> None:
+        """Logged by ``my_conversation_delete`` instead, with what was already trained."""
+
+    def delete_model(self, request: HttpRequest, obj: Conversation) -> None:
+        title = str(obj)
+        footprint = my_conversation_delete(conversation=obj, actor=request.user, via="the admin")
+        self.message_user(request, f"Deleted “{title}”: {deletion_summary(footprint)}")
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
+        for conversation in list(queryset):
+            self.delete_model(request, conversation)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Conversation]:
         return super().get_queryset(request).annotate(message_total=Count("messages"))
@@ -120,7 +169,7 @@ class ConversationAdmin(admin.ModelAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin):
+class MessageAdmin(ViewOnlyAdmin):
     list_display = (
         "pk",
         "conversation_link",
@@ -189,7 +238,7 @@ class MessageAdmin(admin.ModelAdmin):
 
 
 @admin.register(Feedback)
-class FeedbackAdmin(admin.ModelAdmin):
+class FeedbackAdmin(ViewOnlyAdmin):
     list_display = ("pk", "message_link", "author", "rating", "tags", "has_comment", "updated_at")
     list_filter = ("rating", "created_at", "updated_at")
     search_fields = ("comment", "correction", "author__username", "message__content")

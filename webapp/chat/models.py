@@ -34,6 +34,11 @@ class Conversation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_activity_at = models.DateTimeField(auto_now_add=True, db_index=True)
     closed_at = models.DateTimeField(null=True, blank=True)
+    finalize_skip_reason = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="Why closing it left no sample (the sweep skips it until consent changes).",
+    )
 
     class Meta:
         ordering = ["-last_activity_at"]
@@ -100,6 +105,9 @@ class Message(models.Model):
     next_state = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="previous_turns"
     )
+    # Why the judge left this answer alone (ineligible, no signal, a request the judge
+    # refused): the sweep skips it until new evidence (feedback, a next state) clears it.
+    judging_skip_reason = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
 

@@ -53,9 +53,13 @@ def conversation_rename(*, conversation: Conversation, title: str) -> Conversati
     return conversation
 
 
+@transaction.atomic
 def conversation_set_train_consent(*, conversation: Conversation, consent: bool) -> Conversation:
     conversation.train_consent = consent
-    conversation.save(update_fields=["train_consent"])
+    conversation.finalize_skip_reason = ""
+    conversation.save(update_fields=["train_consent", "finalize_skip_reason"])
+    # "Not used for training" was a reason to skip its answers; with consent they are judged.
+    conversation.messages.exclude(judging_skip_reason="").update(judging_skip_reason="")
     return conversation
 
 
@@ -232,7 +236,7 @@ def message_link_next_state(*, turns: Iterable[Message], next_state: Message) ->
     linked = list(
         Message.objects.filter(pk__in=ids, next_state__isnull=True).values_list("pk", flat=True)
     )
-    Message.objects.filter(pk__in=linked).update(next_state=next_state)
+    Message.objects.filter(pk__in=linked).update(next_state=next_state, judging_skip_reason="")
     enqueue_each(Task.JUDGE_MESSAGE, linked)
 
 
@@ -265,6 +269,9 @@ def feedback_set(
     if message.role != Message.Role.ASSISTANT:
         raise FeedbackInvalid("feedback can only be given on assistant answers")
     check_changes(changes)
+    # New evidence: whatever kept the judge from this answer may no longer hold. Cleared first,
+    # so the message row lock orders this against a judge task recording a skip reason.
+    Message.objects.filter(pk=message.pk).update(judging_skip_reason="")
     feedback, created = Feedback.objects.select_for_update().get_or_create(
         message=message, author=author
     )

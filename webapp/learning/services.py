@@ -186,6 +186,9 @@ def judgement_record(
     except IntegrityError:
         return Judgement.objects.get(message=message, fingerprint=evidence.fingerprint)
     push_learning_status(messages=[(message.conversation_id, message.pk)])
+    if message.judging_skip_reason:
+        message.judging_skip_reason = ""
+        message.save(update_fields=["judging_skip_reason"])
     if ineligibility(message=message) is not None:
         return judgement
     kind = _sample_kind(float(score), hint, evidence.correction)
@@ -214,13 +217,17 @@ def judgement_record(
     return judgement
 
 
+def conversation_has_sample(*, conversation: Conversation) -> bool:
+    return Sample.objects.filter(message__conversation=conversation).exists()
+
+
 def conversation_best_candidate(*, conversation: Conversation) -> Message | None:
     """The answer kept when a conversation closes without any sample: its last eligible main answer.
 
     "Best" = most recent, because it is the turn with the least context lost, and the one the
     user saw last (the README explains the choice).
     """
-    if Sample.objects.filter(message__conversation=conversation).exists():
+    if conversation_has_sample(conversation=conversation):
         return None
     answers = (
         conversation.messages.filter(role=Message.Role.ASSISTANT, turn_type=Message.TurnType.MAIN)
@@ -244,14 +251,55 @@ def samples_ready_count() -> int:
     return Sample.objects.filter(status=Sample.Status.READY).count()
 
 
+SKIP_REASON_MAX = 300
+
+
+@transaction.atomic
+def message_judging_skip(
+    *, message_id: int, reason: str, fingerprint: str | None = None, conversation_end: bool = False
+) -> bool:
+    """Record why the judge leaves this answer alone, so the sweep stops offering it.
+
+    ``fingerprint`` is the evidence the decision was made on: when new evidence arrived
+    meanwhile (the row lock orders this against ``feedback_set`` and next-state linking, which
+    clear the reason), nothing is recorded and the answer stays sweepable. Returns whether the
+    reason was recorded.
+    """
+    message = (
+        Message.objects.select_for_update(of=("self",))
+        .select_related("conversation", "policy_version")
+        .get(pk=message_id)
+    )
+    if fingerprint is not None:
+        now = message_evidence(message=message, conversation_end=conversation_end)
+        if now.fingerprint != fingerprint:
+            return False
+    message.judging_skip_reason = reason[:SKIP_REASON_MAX]
+    message.save(update_fields=["judging_skip_reason"])
+    return True
+
+
+def conversation_finalize_skip(*, conversation_id: int, reason: str) -> None:
+    """Record why closing this conversation left no sample (the sweep stops offering it)."""
+    Conversation.objects.filter(pk=conversation_id).update(
+        finalize_skip_reason=reason[:SKIP_REASON_MAX]
+    )
+
+
 def messages_awaiting_judgement(*, limit: int = 200) -> list[int]:
-    """Main answers with a next state or feedback but no judgement yet (missed queueing)."""
+    """Main answers with a next state or feedback but no judgement yet (missed queueing).
+
+    Answers the judge already left alone with a reason (``judging_skip_reason``) are not
+    offered again until new evidence clears it: otherwise enough of them at the head of the
+    queue would keep every later missed answer out of the sweep for good.
+    """
     return list(
         Message.objects.filter(
             role=Message.Role.ASSISTANT,
             turn_type=Message.TurnType.MAIN,
             conversation__train_consent=True,
             judgements__isnull=True,
+            judging_skip_reason="",
         )
         .filter(Q(next_state__isnull=False) | Q(feedback__isnull=False))
         .order_by("created_at")
@@ -261,9 +309,12 @@ def messages_awaiting_judgement(*, limit: int = 200) -> list[int]:
 
 
 def conversations_awaiting_finalization(*, limit: int = 100) -> list[int]:
-    """Closed, consented conversations that have no sample and no session-end judgement."""
+    """Closed, consented conversations that have no sample and no session-end judgement, and
+    that finalising has not already found nothing to keep in (``finalize_skip_reason``)."""
     return list(
-        Conversation.objects.filter(closed_at__isnull=False, train_consent=True)
+        Conversation.objects.filter(
+            closed_at__isnull=False, train_consent=True, finalize_skip_reason=""
+        )
         .exclude(messages__samples__isnull=False)
         .exclude(messages__judgements__source=Judgement.Source.SESSION_END)
         .order_by("closed_at")

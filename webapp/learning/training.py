@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import shutil
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -181,19 +182,40 @@ def training_update_finish(
     passed: bool,
     reasons: list[str],
 ) -> PolicyVersion:
-    """Record the finished update, its candidate version, and consume its samples (once)."""
+    """Record the finished update, its candidate version, and consume its samples (once).
+
+    If an owner deleted a conversation while the update trained on its samples, the weights
+    hold data the owner was told was never trained: the candidate is rejected, its adapter
+    folder removed, and the remaining samples stay ready for the next update.
+    """
     update = TrainingUpdate.objects.select_for_update().get(pk=update.pk)
+    claimed = set(update.summary.get("sample_ids", []))
+    # The same row locks the "My data" delete takes first: a delete either commits before this
+    # (its samples are missing here) or waits for this to commit (and reports them trained).
+    present = set(
+        Sample.objects.select_for_update().filter(pk__in=claimed).values_list("pk", flat=True)
+    )
+    deleted = len(claimed - present)
+    if deleted:
+        passed = False
+        reasons = [
+            *reasons,
+            f"{deleted} of its samples were deleted by their owners while it trained; "
+            "its weights are discarded and its other samples go to the next update",
+        ]
+        shutil.rmtree(adapter_dir, ignore_errors=True)
     number = (PolicyVersion.objects.aggregate(n=Max("number"))["n"] or 0) + 1
     version = PolicyVersion.objects.create(
         number=number,
-        adapter_path=str(adapter_dir),
+        adapter_path="" if deleted else str(adapter_dir),
         parent=update.base_version,
         status=PolicyVersion.Status.CANDIDATE if passed else PolicyVersion.Status.REJECTED,
         probe_metrics={**probe, "passed": passed, "reasons": reasons},
     )
-    Sample.objects.filter(
-        pk__in=update.summary.get("sample_ids", []), status=Sample.Status.READY
-    ).update(status=Sample.Status.CONSUMED, update=update, consumed_at=timezone.now())
+    if not deleted:
+        Sample.objects.filter(pk__in=present, status=Sample.Status.READY).update(
+            status=Sample.Status.CONSUMED, update=update, consumed_at=timezone.now()
+        )
     push_learning_status(
         messages=Sample.objects.filter(update=update).values_list(
             "message__conversation_id", "message_id"

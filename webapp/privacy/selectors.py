@@ -1,6 +1,6 @@
 """What a user's conversations left in the learning loop: samples not yet trained (they go with
-a deleted conversation) and samples already consumed by an update (what they taught stays in
-that update's weights)."""
+a deleted conversation), samples an update is training on right now (deleting discards that
+update), and samples already consumed by an update (what they taught stays in its weights)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 
 from webapp.chat.models import Conversation
-from webapp.learning.models import PolicyVersion, Sample
+from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,19 @@ class TrainingFootprint:
     untrained_samples: int
     trained_samples: int
     versions: list[TrainedVersion] = field(default_factory=list)
+    in_training: int = 0
+    """Untrained samples that an update running now has in its batch: if the conversation is
+    deleted, that update is discarded (``training_update_finish``), never served."""
+
+
+def samples_in_running_updates() -> set[int]:
+    """Ids of the samples held by updates running now (their batch, fixed when they started)."""
+    held: set[int] = set()
+    for summary in TrainingUpdate.objects.filter(status=TrainingUpdate.Status.RUNNING).values_list(
+        "summary", flat=True
+    ):
+        held.update(summary.get("sample_ids", []))
+    return held
 
 
 def _versions_by_conversation(samples: QuerySet[Sample]) -> dict[int, list[TrainedVersion]]:
@@ -65,7 +78,15 @@ def conversations_with_footprint(*, user: Any) -> list[tuple[Conversation, Train
             ),
         )
     )
-    versions = _versions_by_conversation(Sample.objects.filter(message__conversation__owner=user))
+    mine = Sample.objects.filter(message__conversation__owner=user)
+    versions = _versions_by_conversation(mine)
+    held = samples_in_running_updates()
+    in_training: dict[int, int] = defaultdict(int)
+    if held:
+        for conversation_id in mine.filter(pk__in=held, status=Sample.Status.READY).values_list(
+            "message__conversation_id", flat=True
+        ):
+            in_training[conversation_id] += 1
     return [
         (
             c,
@@ -74,6 +95,7 @@ def conversations_with_footprint(*, user: Any) -> list[tuple[Conversation, Train
                 untrained_samples=c.untrained,  # type: ignore[attr-defined]
                 trained_samples=c.trained,  # type: ignore[attr-defined]
                 versions=versions.get(c.pk, []),
+                in_training=in_training[c.pk],
             ),
         )
         for c in conversations
@@ -83,9 +105,13 @@ def conversations_with_footprint(*, user: Any) -> list[tuple[Conversation, Train
 def conversation_footprint(*, conversation: Conversation) -> TrainingFootprint:
     samples = Sample.objects.filter(message__conversation=conversation)
     trained = samples.filter(status=Sample.Status.CONSUMED).count()
+    held = samples_in_running_updates()
     return TrainingFootprint(
         messages=conversation.messages.count(),
         untrained_samples=samples.count() - trained,
         trained_samples=trained,
         versions=_versions_by_conversation(samples).get(conversation.pk, []),
+        in_training=(
+            samples.filter(pk__in=held, status=Sample.Status.READY).count() if held else 0
+        ),
     )

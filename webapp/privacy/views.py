@@ -14,24 +14,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from webapp.chat.selectors import conversation_get_for_user
 from webapp.core.admin_helpers import jsonl_response
 from webapp.learning.export import export_all
-from webapp.privacy.selectors import (
-    TrainingFootprint,
-    conversation_footprint,
-    conversations_with_footprint,
-)
-from webapp.privacy.services import my_conversation_delete
-
-
-def _trained_note(footprint: TrainingFootprint) -> str:
-    if not footprint.trained_samples:
-        return "Nothing from it had been trained."
-    versions = ", ".join(
-        v.label if v.published else f"{v.label} (never served)" for v in footprint.versions
-    )
-    return (
-        f"{footprint.trained_samples} sample(s) from it had already been trained into "
-        f"{versions or 'an update'}; what they taught stays in those weights."
-    )
+from webapp.privacy.selectors import conversation_footprint, conversations_with_footprint
+from webapp.privacy.services import deletion_summary, my_conversation_delete
 
 
 @login_required
@@ -67,10 +51,6 @@ def conversation_delete(request: HttpRequest, pk: int) -> HttpResponse:
             },
         )
     title = str(conversation)
-    footprint = my_conversation_delete(conversation=conversation)
-    messages.success(
-        request,
-        f"Deleted “{title}”: {footprint.messages} message(s) and "
-        f"{footprint.untrained_samples} untrained sample(s). {_trained_note(footprint)}",
-    )
+    footprint = my_conversation_delete(conversation=conversation, actor=request.user, via="My data")
+    messages.success(request, f"Deleted “{title}”: {deletion_summary(footprint)}")
     return redirect("privacy:my_data")

@@ -8,6 +8,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from webapp.core.audit import ViewOnlyAdmin
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
 
 
@@ -31,17 +32,7 @@ class ConversationFilter(admin.SimpleListFilter):
         return queryset
 
 
-class ViewOnlyAdmin(admin.ModelAdmin):
-    """Rows the learning loop writes: admins look and act (actions), never edit or delete."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
+__all__ = ["ConversationFilter", "ViewOnlyAdmin", "produced_by", "sample_of"]
 
 
 def sample_of(judgement: Judgement) -> Sample | None:

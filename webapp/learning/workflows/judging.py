@@ -15,7 +15,7 @@ from typing import Protocol
 from django.conf import settings
 
 from trainer.judge import judge_verdict
-from trainer.judge_client import JudgeEndpoint, complete_n
+from trainer.judge_client import JudgeEndpoint, JudgeRejected, complete_n
 from webapp.chat.models import Conversation, Message
 from webapp.learning import services
 
@@ -65,14 +65,26 @@ def judge_from_settings() -> HttpJudge:
 def judge_message(
     message_id: int, *, judge: JudgeModel, conversation_end: bool = False
 ) -> int | None:
-    """Judge one assistant message; returns the Judgement id (None when it is not judged)."""
+    """Judge one assistant message; returns the Judgement id (None when it is not judged).
+
+    An answer that cannot be judged with the evidence it has (ineligible, no signal, a request
+    the judge refuses) gets the reason recorded, so the periodic sweep stops offering it.
+    """
     message = Message.objects.select_related("conversation", "policy_version").get(pk=message_id)
     reason = services.ineligibility(message=message)
     if reason is not None:
         log.info("not judging message %s: %s", message_id, reason)
+        if message.status != Message.Status.STREAMING:  # still being written: it may yet be
+            services.message_judging_skip(message_id=message_id, reason=reason)
         return None
     evidence = services.message_evidence(message=message, conversation_end=conversation_end)
     if not (evidence.rating or evidence.user_hint or evidence.correction or evidence.next_state):
+        services.message_judging_skip(
+            message_id=message_id,
+            reason="no signal",
+            fingerprint=evidence.fingerprint,
+            conversation_end=conversation_end,
+        )
         return None
     if services.judgement_exists(message_id=message_id, fingerprint=evidence.fingerprint):
         return None  # a redelivered task: the first run already recorded it
@@ -80,16 +92,26 @@ def judge_message(
     source = (
         "feedback" if evidence.rating else ("session_end" if evidence.conversation_end else "prm")
     )
-    verdict = judge_verdict(
-        kind=settings.JUDGE_KIND,
-        request=evidence.request,
-        answer=evidence.answer,
-        next_state=evidence.next_state,
-        rating=evidence.rating,
-        user_hint=evidence.user_hint,
-        m=settings.JUDGE_VOTES,
-        complete=judge.complete,
-    )
+    try:
+        verdict = judge_verdict(
+            kind=settings.JUDGE_KIND,
+            request=evidence.request,
+            answer=evidence.answer,
+            next_state=evidence.next_state,
+            rating=evidence.rating,
+            user_hint=evidence.user_hint,
+            m=settings.JUDGE_VOTES,
+            complete=judge.complete,
+        )
+    except JudgeRejected as refused:  # asking again would be refused again: record, no retry
+        log.warning("judge refused message %s: %s", message_id, refused)
+        services.message_judging_skip(
+            message_id=message_id,
+            reason=str(refused),
+            fingerprint=evidence.fingerprint,
+            conversation_end=conversation_end,
+        )
+        return None
     judgement = services.judgement_record(
         evidence=evidence,
         source=source,
@@ -106,9 +128,25 @@ def judge_message(
 
 
 def finalize_conversation(conversation_id: int, *, judge: JudgeModel) -> int | None:
-    """A conversation closed: make sure it leaves at least one sample (its best candidate)."""
+    """A conversation closed: make sure it leaves at least one sample (its best candidate).
+
+    When it cannot (no eligible answer, or the judge refused the candidate), the reason is
+    recorded on the conversation so the periodic sweep stops offering it.
+    """
     conversation = Conversation.objects.get(pk=conversation_id)
+    if services.conversation_has_sample(conversation=conversation):
+        return None
     candidate = services.conversation_best_candidate(conversation=conversation)
     if candidate is None:
+        services.conversation_finalize_skip(
+            conversation_id=conversation_id, reason="no answer that may be trained on"
+        )
         return None
-    return judge_message(candidate.pk, judge=judge, conversation_end=True)
+    judgement_id = judge_message(candidate.pk, judge=judge, conversation_end=True)
+    if judgement_id is None:  # judging again would not change that: the sweep leaves it
+        candidate.refresh_from_db(fields=["judging_skip_reason"])
+        why = candidate.judging_skip_reason or "already judged on this evidence, without a sample"
+        services.conversation_finalize_skip(
+            conversation_id=conversation_id, reason=f"answer {candidate.pk}: {why}"
+        )
+    return judgement_id

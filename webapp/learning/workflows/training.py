@@ -18,6 +18,7 @@ from django.conf import settings
 
 from webapp.core.outbox import Task, enqueue
 from webapp.learning import training
+from webapp.learning.models import PolicyVersion
 from webapp.learning.workflows.publishing import AdapterPush, policy_version_publish
 
 
@@ -114,7 +115,9 @@ def train_update(update_id: int, *, run: TrainRun, push: AdapterPush | None = No
         except Exception:
             training.training_update_fail(update_id=update_id, error=traceback.format_exc())
             raise
-    if result.passed:
+    # The version's status, not the gate's verdict: finishing also rejects a candidate whose
+    # samples an owner deleted while it trained.
+    if version.status == PolicyVersion.Status.CANDIDATE:
         policy_version_publish(version=version, push=push)
     enqueue(Task.MAYBE_TRAIN)  # more samples may have arrived while this one trained
     return version.number

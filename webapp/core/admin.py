@@ -1,0 +1,84 @@
+"""The audit log (every admin change, action and delete, with who did it) and the user admin,
+whose delete removes each conversation through the "My data" service like every other delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.admin.models import LogEntry
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from webapp.core.audit import AuditedAdmin
+from webapp.privacy.services import my_conversation_delete, service_owned_perms
+
+
+@admin.register(LogEntry)
+class AuditLogAdmin(admin.ModelAdmin):
+    """Read-only for everyone: a log that could be edited would not be one."""
+
+    list_display = ("action_time", "user", "action_flag", "content_type", "object_repr", "what")
+    list_filter = ("action_flag", "content_type", "action_time")
+    search_fields = ("object_repr", "change_message", "user__username", "object_id")
+    list_select_related = ("user", "content_type")
+    date_hierarchy = "action_time"
+    fields = (
+        "action_time",
+        "user",
+        "action_flag",
+        "content_type",
+        "object_id",
+        "object_repr",
+        "what",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="what")
+    def what(self, obj: LogEntry) -> str:
+        return obj.get_change_message()
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return bool(request.user.is_active and request.user.is_staff)
+
+
+User = get_user_model()
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class ParleyUserAdmin(AuditedAdmin, UserAdmin):
+    """Deleting a user deletes their conversations through the "My data" service first (each
+    logged with what was already trained), then the account."""
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        # The service owns the deletion of conversations and what they left in the learning
+        # loop, whose own admins are view-only; their delete permission is not asked for.
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        return deleted, counts, service_owned_perms(perms_needed), protected
+
+    def _delete_conversations(self, request: HttpRequest, users: Any) -> None:
+        for user in users:
+            for conversation in user.conversations.all():
+                my_conversation_delete(
+                    conversation=conversation, actor=request.user, via="the admin (account deleted)"
+                )
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        self._delete_conversations(request, [obj])
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        self._delete_conversations(request, queryset)
+        super().delete_queryset(request, queryset)
