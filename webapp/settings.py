@@ -150,6 +150,17 @@ API_RATE_LIMIT_PER_MINUTE = env_int("PARLEY_API_RATE_LIMIT_PER_MINUTE", 600)
 API_MAX_BODY_BYTES = env_int("PARLEY_API_MAX_BODY_BYTES", 4 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 API_SERVE_RETRY_AFTER_S = env_int("PARLEY_API_RETRY_AFTER_S", 10)
+# One request's size: above these a /v1 request is a 400 naming the field, as OpenAI answers.
+API_MAX_TOKENS = env_int("PARLEY_API_MAX_TOKENS", 2048)
+API_MAX_N = env_int("PARLEY_API_MAX_N", 4)
+# Per-user limits (over all of a user's keys and browser tabs together).
+USER_MAX_API_KEYS = env_int("PARLEY_USER_MAX_API_KEYS", 10)
+USER_MAX_STREAMS = env_int("PARLEY_USER_MAX_STREAMS", 4)
+USER_RATE_LIMIT_PER_MINUTE = env_int("PARLEY_USER_RATE_LIMIT_PER_MINUTE", 600)
+# A stream's slot is freed when it ends; one a crashed process held expires after this.
+STREAM_SLOT_TTL_S = env_int("PARLEY_STREAM_SLOT_TTL_S", 900)
+# Earlier states kept per feedback (the newest ones).
+FEEDBACK_HISTORY_MAX = env_int("PARLEY_FEEDBACK_HISTORY_MAX", 50)
 # Sessions without X-Session-Done close after this much idle time (their last turn is judged).
 SESSION_IDLE_MINUTES = env_int("PARLEY_SESSION_IDLE_MINUTES", 30)
 FEEDBACK_TAGS_DOWN = env_list(
