@@ -58,6 +58,10 @@ def running_system(extra_env: dict[str, str] | None = None) -> Iterator[RunningS
         PARLEY_PORT=str(web_port),
         VLLM_PORT=str(vllm_port),
         PARLEY_API_RATE_LIMIT_PER_MINUTE="0",
+        # Benchmarks drive many streams through one key; the flooding-user run of bench.load
+        # turns the per-user limits back on (it gives every user a key of their own).
+        PARLEY_USER_MAX_STREAMS="0",
+        PARLEY_USER_RATE_LIMIT_PER_MINUTE="0",
     )
     env.update(extra_env or {})
     print(f"bench | starting Parley (vLLM warm-up takes about a minute) in {var_dir}", flush=True)
