@@ -197,6 +197,10 @@ if JUDGE_KIND not in ("cues", "llm"):
     raise ConfigError(f"PARLEY_JUDGE={JUDGE_KIND!r}: use 'cues' (the default) or 'llm'")
 JUDGE_CONSTRAINED = env_bool("PARLEY_JUDGE_CONSTRAINED", True)
 JUDGE_BASE_URL = env_str("JUDGE_BASE_URL", "") or VLLM_BASE_URLS[0]
+# vLLM request priority of judge generations (lower = earlier; chat asks with 0). On Parley's
+# own vLLM (started with --scheduling-policy priority) the judge waits behind chat; a separate
+# judge server without that policy refuses any value but 0, hence 0 when JUDGE_BASE_URL is set.
+JUDGE_PRIORITY = env_int("PARLEY_JUDGE_PRIORITY", 0 if env_str("JUDGE_BASE_URL", "") else 10)
 JUDGE_MODEL = env_str("JUDGE_MODEL", "base")
 JUDGE_API_KEY = env_str("JUDGE_API_KEY", "")
 JUDGE_VOTES = env_int("PARLEY_JUDGE_VOTES", 3)

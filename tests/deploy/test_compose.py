@@ -223,3 +223,10 @@ def test_the_real_env_file_is_ignored_by_git():
         ["git", "check-ignore", "-q", "docker/.env.example"], cwd=ROOT, capture_output=True
     ).returncode
     assert tracked_ok == 1, "docker/.env.example must not be ignored"
+
+
+def test_vllm_schedules_by_priority_so_the_judge_waits_behind_chat(config):
+    """The judge sends PARLEY_JUDGE_PRIORITY (10 on Parley's own vLLM); vLLM refuses a nonzero
+    priority unless started with the priority policy (issue 17, judge cost)."""
+    for name, service in _vllm_services(config).items():
+        assert "--scheduling-policy=priority" in service["command"], name

@@ -33,6 +33,9 @@ class VllmOptions:
     lora_modules: tuple[tuple[str, str], ...] = ()
     extra_args: tuple[str, ...] = ()
     cpu_kvcache_space: int | None = None
+    # Requests are scheduled by their "priority" field (lower first): the LLM judge shares this
+    # server with chat and asks with a higher number, so a flood of judging never delays chat.
+    scheduling_policy: str = "priority"
 
 
 def vllm_server_command(options: VllmOptions) -> tuple[list[str], dict[str, str]]:
@@ -46,6 +49,7 @@ def vllm_server_command(options: VllmOptions) -> tuple[list[str], dict[str, str]
         *("--enable-lora", "--max-lora-rank", str(options.max_lora_rank)),
         *("--max-loras", str(options.max_loras)),
         "--disable-uvicorn-access-log",
+        *("--scheduling-policy", options.scheduling_policy),
     ]
     if options.tool_call_parser:
         args += ["--enable-auto-tool-choice", "--tool-call-parser", options.tool_call_parser]

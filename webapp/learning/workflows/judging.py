@@ -58,6 +58,7 @@ def judge_from_settings() -> HttpJudge:
             max_tokens=settings.JUDGE_MAX_TOKENS,
             temperature=settings.JUDGE_TEMPERATURE,
             constrained=settings.JUDGE_CONSTRAINED,
+            priority=settings.JUDGE_PRIORITY,
         )
     )
 
