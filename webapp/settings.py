@@ -204,6 +204,12 @@ JUDGE_PRIORITY = env_int("PARLEY_JUDGE_PRIORITY", 0 if env_str("JUDGE_BASE_URL",
 JUDGE_MODEL = env_str("JUDGE_MODEL", "base")
 JUDGE_API_KEY = env_str("JUDGE_API_KEY", "")
 JUDGE_VOTES = env_int("PARLEY_JUDGE_VOTES", 3)
+# One user's LLM-judge work: in flight at once, and started a minute (the excess is retried
+# later by the worker, then by the periodic sweep); a crashed worker's slot expires after
+# JUDGE_SLOT_TTL_S. The cue judge is not limited.
+USER_MAX_JUDGING = env_int("PARLEY_USER_MAX_JUDGING", 1)
+USER_JUDGING_PER_MINUTE = env_int("PARLEY_USER_JUDGING_PER_MINUTE", 20)
+JUDGE_SLOT_TTL_S = env_int("PARLEY_JUDGE_SLOT_TTL_S", 600)
 JUDGE_MAX_TOKENS = env_int("PARLEY_JUDGE_MAX_TOKENS", 256)
 JUDGE_TEMPERATURE = env_float("PARLEY_JUDGE_TEMPERATURE", 0.7)
 # Turns served by a version more than this many versions behind the live one are not trained on.

@@ -66,3 +66,80 @@ def test_judge_requests_carry_a_lower_priority_than_chat(recording_server, setti
     # vLLM: lower is earlier, and chat requests carry none (0).
     assert bodies[0]["priority"] == 10 > 0
     assert "priority" not in bodies[1]  # priority 0 is not sent: any judge server accepts it
+
+
+# --- One user's judge work is capped ---------------------------------------------------------
+
+
+@pytest.fixture
+def judging_clean(settings):
+    import redis
+
+    broker = redis.Redis.from_url(settings.REDIS_URL)
+    for pattern in ("parley:judging:*", "parley:ratelimit:judging:*"):
+        for name in broker.scan_iter(pattern):
+            broker.delete(name)
+    settings.JUDGE_KIND = "llm"
+    settings.USER_MAX_JUDGING = 1
+    settings.USER_JUDGING_PER_MINUTE = 100
+
+
+@pytest.mark.redis
+def test_judge_work_is_capped_per_user_in_flight_and_per_minute(settings, judging_clean) -> None:
+    from webapp.core.limits import judging_slot
+
+    settings.USER_JUDGING_PER_MINUTE = 2
+    with judging_slot(user_id=1) as first:
+        assert first
+        with judging_slot(user_id=1) as second, judging_slot(user_id=2) as other:
+            assert not second  # one in flight per user...
+            assert other  # ...and another user's judgement is not held back by it
+    with judging_slot(user_id=1) as again:
+        assert again  # the slot was freed; the second judgement of this minute
+    with judging_slot(user_id=1) as third:
+        assert not third  # over two a minute
+
+
+@pytest.mark.redis
+def test_judge_work_is_not_capped_with_the_cue_judge(settings, judging_clean) -> None:
+    from webapp.core.limits import judging_slot
+
+    settings.JUDGE_KIND = "cues"  # no model: nothing to protect
+    with judging_slot(user_id=1) as first, judging_slot(user_id=1) as second:
+        assert first and second
+
+
+@pytest.mark.redis
+@pytest.mark.django_db
+def test_a_flooders_excess_judgement_is_retried_later_not_run_or_lost(
+    settings, judging_clean, recording_server, recorded_tasks
+) -> None:
+    from tests.factories import AnswerFactory, ConversationFactory, QuestionFactory, UserFactory
+    from trainer.judge_client import JudgeUnavailable
+    from webapp.chat import services
+    from webapp.core.limits import judging_slot
+    from webapp.learning.models import Judgement
+    from webapp.learning.tasks import judge_message
+
+    url, bodies = recording_server
+    settings.JUDGE_BASE_URL = url
+
+    def judged_turn(username: str):
+        user = UserFactory(username=username)
+        conversation = ConversationFactory(owner=user)
+        answer = AnswerFactory(parent=QuestionFactory(conversation=conversation))
+        # The user's reply is the answer's next state: the LLM judge is asked about it.
+        services.user_message_send(conversation=conversation, content="No, that is wrong.")
+        return user, answer
+
+    flooder, flooded = judged_turn("flooder")
+    _, calm = judged_turn("calm")
+    with judging_slot(user_id=flooder.pk) as busy:  # the flooder's judgement in flight
+        assert busy
+        with pytest.raises(JudgeUnavailable, match="judge work"):
+            judge_message.run(flooded.pk)  # the worker retries it later (autoretry)
+        assert bodies == [] and not Judgement.objects.filter(message=flooded).exists()
+        judge_message.run(calm.pk)  # someone else's goes ahead meanwhile
+        assert len(bodies) >= 1
+    judge_message.run(flooded.pk)  # a later try, with the slot free, judges it
+    assert Judgement.objects.filter(message=flooded).exists()

@@ -113,3 +113,12 @@ def finalize_conversation(conversation_id: int, *, judge: JudgeModel) -> int | N
     if candidate is None:
         return None
     return judge_message(candidate.pk, judge=judge, conversation_end=True)
+
+
+def message_owner_id(message_id: int) -> int | None:
+    """Whose turn ``message_id`` is: judge work is limited per user (webapp.core.limits)."""
+    return (
+        Message.objects.filter(pk=message_id)
+        .values_list("conversation__owner_id", flat=True)
+        .first()
+    )
