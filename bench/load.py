@@ -324,6 +324,9 @@ def main() -> None:
     parser.add_argument("--flood", action="store_true", help="one user floods; see load_flood")
     parser.add_argument("--flood-connections", type=int, default=8)
     parser.add_argument("--flood-max-tokens", type=int, default=48)
+    parser.add_argument(
+        "--flood-user-streams", type=int, default=4, help="PARLEY_USER_MAX_STREAMS for the run"
+    )
     args = parser.parse_args()
     if args.flood:
         args.users, args.rounds = args.users or 3, args.rounds or 4
@@ -358,7 +361,8 @@ def main() -> None:
 def flood(args: argparse.Namespace) -> None:
     from bench.load_flood import FLOOD_ENV, print_summary, run_flood
 
-    with running_system(extra_env=FLOOD_ENV) as system:
+    env = {**FLOOD_ENV, "PARLEY_USER_MAX_STREAMS": str(args.flood_user_streams)}
+    with running_system(extra_env=env) as system:
         figures = run_flood(
             web_url=system.web_url,
             var_dir=system.var_dir,
@@ -369,6 +373,7 @@ def flood(args: argparse.Namespace) -> None:
             flood_connections=args.flood_connections,
             flood_max_tokens=args.flood_max_tokens,
         )
+    figures["user_max_streams"] = args.flood_user_streams
     print_summary(figures)
     record("load-flood", {k: v for k, v in figures.items() if k != "failure_reasons"})
 
