@@ -41,7 +41,7 @@ def _votes_table(votes: list[Any]) -> object:
 
 
 def vote_score_label(vote: dict[str, Any]) -> str:
-    """ "+1", "-1", "+0", or "?" for a vote that did not parse (stored with score None)."""
+    """"+1", "-1", "+0", or "?" for a vote that did not parse (stored with score None)."""
     score = vote.get("score")
     return f"{score:+d}" if isinstance(score, int) else "?"
 
