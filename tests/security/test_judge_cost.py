@@ -89,15 +89,32 @@ def test_judge_work_is_capped_per_user_in_flight_and_per_minute(settings, judgin
     from webapp.core.limits import judging_slot
 
     settings.USER_JUDGING_PER_MINUTE = 2
-    with judging_slot(user_id=1) as first:
+    with judging_slot(user_id=1, work="message:1") as first:
         assert first
-        with judging_slot(user_id=1) as second, judging_slot(user_id=2) as other:
+        with (
+            judging_slot(user_id=1, work="message:2") as second,
+            judging_slot(user_id=2, work="message:3") as other,
+        ):
             assert not second  # one in flight per user...
             assert other  # ...and another user's judgement is not held back by it
-    with judging_slot(user_id=1) as again:
+    with judging_slot(user_id=1, work="message:2") as again:
         assert again  # the slot was freed; the second judgement of this minute
-    with judging_slot(user_id=1) as third:
+    with judging_slot(user_id=1, work="message:4") as third:
         assert not third  # over two a minute
+
+
+@pytest.mark.redis
+def test_a_redelivered_task_takes_back_the_slot_its_killed_worker_held(
+    settings, judging_clean
+) -> None:
+    from webapp.core.limits import judging_slot
+
+    with judging_slot(user_id=1, work="message:5") as killed:  # never released: the worker died
+        assert killed
+        with judging_slot(user_id=1, work="message:6") as another:
+            assert not another
+        with judging_slot(user_id=1, work="message:5") as redelivered:
+            assert redelivered  # the same turn's task again: not kept waiting for the expiry
 
 
 @pytest.mark.redis
@@ -105,7 +122,10 @@ def test_judge_work_is_not_capped_with_the_cue_judge(settings, judging_clean) ->
     from webapp.core.limits import judging_slot
 
     settings.JUDGE_KIND = "cues"  # no model: nothing to protect
-    with judging_slot(user_id=1) as first, judging_slot(user_id=1) as second:
+    with (
+        judging_slot(user_id=1, work="message:1") as first,
+        judging_slot(user_id=1, work="message:2") as second,
+    ):
         assert first and second
 
 
@@ -134,7 +154,9 @@ def test_a_flooders_excess_judgement_is_retried_later_not_run_or_lost(
 
     flooder, flooded = judged_turn("flooder")
     _, calm = judged_turn("calm")
-    with judging_slot(user_id=flooder.pk) as busy:  # the flooder's judgement in flight
+    with judging_slot(
+        user_id=flooder.pk, work="message:0"
+    ) as busy:  # the flooder's judgement in flight
         assert busy
         with pytest.raises(JudgeUnavailable, match="judge work"):
             judge_message.run(flooded.pk)  # the worker retries it later (autoretry)

@@ -21,7 +21,7 @@ def finalize_conversation(self: CeleryTask, conversation_id: int) -> int | None:
     owner_id = (
         Conversation.objects.filter(pk=conversation_id).values_list("owner_id", flat=True).first()
     )
-    with judging_slot(user_id=owner_id) as admitted:
+    with judging_slot(user_id=owner_id, work=f"conversation:{conversation_id}") as admitted:
         if not admitted:
             raise JudgeBusy(f"the owner of conversation {conversation_id} is at their limit")
         return judging.finalize_conversation(conversation_id, judge=judging.judge_from_settings())

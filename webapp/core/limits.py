@@ -38,8 +38,13 @@ _sync_client: list[redis.Redis] = []
 # Drop expired slots, then take one if fewer than the limit are held and, where a per-minute
 # counter is given (KEYS[2], limit ARGV[6] > 0), it is under its limit; atomic in Redis.
 # Only a slot taken counts toward the minute, so work that waits does not use up the minute.
+# The same work asking again (a task redelivered after its worker died) takes back its slot.
 _ACQUIRE = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZSCORE', KEYS[1], ARGV[4]) then
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
+  return 1
+end
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
 local per_minute = tonumber(ARGV[6])
 if per_minute > 0 and tonumber(redis.call('GET', KEYS[2]) or '0') >= per_minute then
@@ -141,8 +146,9 @@ def _sync_redis() -> redis.Redis:
 
 
 @contextmanager
-def judging_slot(*, user_id: int | None) -> Iterator[bool]:
-    """Whether judge work for ``user_id``'s turn may run now; the slot is held for the block.
+def judging_slot(*, user_id: int | None, work: str) -> Iterator[bool]:
+    """Whether judge ``work`` (e.g. ``message:42``) for ``user_id`` may run now; the slot is
+    held for the block. A task redelivered after its worker died takes back its own slot.
 
     With the LLM judge every judged turn costs up to 2·m generations on the vLLM that serves
     chat: one user may have ``USER_MAX_JUDGING`` in flight and start ``USER_JUDGING_PER_MINUTE``
@@ -155,7 +161,7 @@ def judging_slot(*, user_id: int | None) -> Iterator[bool]:
         return
     now = time.time()
     ttl = max(1, settings.JUDGE_SLOT_TTL_S)
-    token = uuid.uuid4().hex
+    token = work
     slots = f"parley:judging:{user_id}"
     minute = f"parley:ratelimit:judging:{user_id}:{int(now // 60)}"
     try:

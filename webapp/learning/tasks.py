@@ -32,7 +32,8 @@ class JudgeBusy(JudgeUnavailable):
 @shared_task(name=Task.JUDGE_MESSAGE.value, **JUDGE_RETRY)
 def judge_message(self: CeleryTask, message_id: int) -> int | None:
     """An answer got its next state, or feedback: judge it, within its owner's judge budget."""
-    with judging_slot(user_id=judging.message_owner_id(message_id)) as admitted:
+    owner_id = judging.message_owner_id(message_id)
+    with judging_slot(user_id=owner_id, work=f"message:{message_id}") as admitted:
         if not admitted:
             raise JudgeBusy(f"the owner of message {message_id} is at their judge work limit")
         return judging.judge_message(message_id, judge=judging.judge_from_settings())
