@@ -66,6 +66,10 @@ def running_system(extra_env: dict[str, str] | None = None) -> Iterator[RunningS
         PARLEY_API_RATE_LIMIT_PER_MINUTE="0",
         # Known here, so the benchmarks that call vLLM directly can send it.
         VLLM_API_KEY=secrets.token_urlsafe(32),
+        # Benchmarks drive many streams through one key; the flooding-user run of bench.load
+        # turns the per-user limits back on (it gives every user a key of their own).
+        PARLEY_USER_MAX_STREAMS="0",
+        PARLEY_USER_RATE_LIMIT_PER_MINUTE="0",
     )
     env.update(extra_env or {})
     print(f"bench | starting Parley (vLLM warm-up takes about a minute) in {var_dir}", flush=True)

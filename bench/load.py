@@ -5,6 +5,11 @@ Reports failed requests (target 0), whether every feedback was stored exactly on
 the system's own PostgreSQL), and p50/p99 latency of a whole answer per door.
 
     python -m bench.load [--users 20] [--rounds 3] [--max-tokens 32] [--publishes 6]
+    python -m bench.load --flood [--users 3] [--rounds 4] [--max-tokens 16]
+                         [--flood-connections 8] [--flood-max-tokens 48]
+
+``--flood``: one user floods while the others chat; their p99 with and without the flood
+(bench/load_flood.py).
 """
 
 from __future__ import annotations
@@ -310,11 +315,26 @@ def run_load(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--users", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=3, help="answers (and feedback) per user")
-    parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--users", type=int, default=None, help="20 (3 with --flood)")
+    parser.add_argument(
+        "--rounds", type=int, default=None, help="answers per user: 3 (4 with --flood)"
+    )
+    parser.add_argument("--max-tokens", type=int, default=None, help="32 (16 with --flood)")
     parser.add_argument("--publishes", type=int, default=6)
+    parser.add_argument("--flood", action="store_true", help="one user floods; see load_flood")
+    parser.add_argument("--flood-connections", type=int, default=8)
+    parser.add_argument("--flood-max-tokens", type=int, default=48)
+    parser.add_argument(
+        "--flood-user-streams", type=int, default=4, help="PARLEY_USER_MAX_STREAMS for the run"
+    )
     args = parser.parse_args()
+    if args.flood:
+        args.users, args.rounds = args.users or 3, args.rounds or 4
+        args.max_tokens = args.max_tokens or 16
+        flood(args)
+        return
+    args.users, args.rounds = args.users or 20, args.rounds or 3
+    args.max_tokens = args.max_tokens or 32
     with running_system() as system:
         make_adapter(system.var_dir, system.manage)
         figures = run_load(
@@ -336,6 +356,26 @@ def main() -> None:
         f"p99 {figures['p99_s']:.2f} s -> {'OK' if ok else 'FAILED'}"
     )
     record("load", {k: v for k, v in figures.items() if k != "failure_reasons"})
+
+
+def flood(args: argparse.Namespace) -> None:
+    from bench.load_flood import FLOOD_ENV, print_summary, run_flood
+
+    env = {**FLOOD_ENV, "PARLEY_USER_MAX_STREAMS": str(args.flood_user_streams)}
+    with running_system(extra_env=env) as system:
+        figures = run_flood(
+            web_url=system.web_url,
+            var_dir=system.var_dir,
+            manage=system.manage,
+            users=args.users,
+            rounds=args.rounds,
+            max_tokens=args.max_tokens,
+            flood_connections=args.flood_connections,
+            flood_max_tokens=args.flood_max_tokens,
+        )
+    figures["user_max_streams"] = args.flood_user_streams
+    print_summary(figures)
+    record("load-flood", {k: v for k, v in figures.items() if k != "failure_reasons"})
 
 
 if __name__ == "__main__":

@@ -74,11 +74,15 @@ def train_check_command(env: Mapping[str, str]) -> list[str]:
 
 def web_command(env: Mapping[str, str]) -> list[str]:
     port = env.get("PARLEY_PORT", "8000")
+    # Websocket messages past this are refused by daphne as the frame arrives (close 1009),
+    # before any of it is buffered for the app: 384 KiB fits the longest chat message escaped.
+    ws_max = env.get("PARLEY_WS_MAX_MESSAGE_BYTES", "393216")
     return [
         sys.executable,
         *("-m", "daphne", "-b", "0.0.0.0", "-p", port),
         # No --proxy-headers: daphne would believe X-Forwarded-For from anyone. Parley reads
         # it itself, from PARLEY_TRUSTED_PROXIES only (webapp.core.net).
+        *("--websocket-max-message-size", ws_max, "--websocket-max-frame-size", ws_max),
         "webapp.asgi:application",
     ]
 

@@ -26,3 +26,22 @@ def recorded_tasks(monkeypatch) -> list[tuple[str, object]]:
         "webapp.core.outbox.send", lambda task, args: sent.append((str(task), *args))
     )
     return sent
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _forget_limit_counters() -> None:
+    """Per-user counters in Redis outlive a test run (user ids restart with each test database):
+    a run killed mid-answer must not leave the next run's users short of stream slots."""
+    from django.conf import settings
+
+    if not settings.REDIS_URL:
+        return
+    import redis
+
+    try:
+        broker = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1)
+        for pattern in ("parley:ratelimit:*", "parley:streams:*", "parley:judging:*"):
+            for name in broker.scan_iter(pattern):
+                broker.delete(name)
+    except (redis.RedisError, OSError):
+        pass

@@ -2,6 +2,7 @@
 
 ``batched=True`` sends one request with ``n=m`` (vLLM shares the prompt's prefill across the
 m samples); ``batched=False`` sends m separate requests. bench/judging.py compares the two.
+``priority`` puts the judge's requests behind chat's on a shared vLLM server.
 ``choices`` constrains every reply to one of the given strings with vLLM's structured outputs
 (``structured_outputs.choice``); ``constrained=False`` is for a server without that field.
 """
@@ -35,6 +36,9 @@ class JudgeEndpoint:
     temperature: float = 0.7
     timeout_s: float = 300.0
     constrained: bool = True
+    # vLLM's request priority (lower = earlier; needs `--scheduling-policy priority` on the
+    # server unless 0, which is therefore not sent). The judge asks behind chat (0).
+    priority: int = 0
 
 
 def complete_n(
@@ -56,6 +60,8 @@ def complete_n(
     }
     if choices and endpoint.constrained:
         body["structured_outputs"] = {"choice": list(choices)}
+    if endpoint.priority:
+        body["priority"] = endpoint.priority
     try:
         with httpx.Client(timeout=endpoint.timeout_s, headers=headers) as client:
             if batched:

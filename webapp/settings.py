@@ -157,6 +157,17 @@ API_RATE_LIMIT_PER_MINUTE = env_int("PARLEY_API_RATE_LIMIT_PER_MINUTE", 600)
 API_MAX_BODY_BYTES = env_int("PARLEY_API_MAX_BODY_BYTES", 4 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 API_SERVE_RETRY_AFTER_S = env_int("PARLEY_API_RETRY_AFTER_S", 10)
+# One request's size: above these a /v1 request is a 400 naming the field, as OpenAI answers.
+API_MAX_TOKENS = env_int("PARLEY_API_MAX_TOKENS", 2048)
+API_MAX_N = env_int("PARLEY_API_MAX_N", 4)
+# Per-user limits (over all of a user's keys and browser tabs together).
+USER_MAX_API_KEYS = env_int("PARLEY_USER_MAX_API_KEYS", 10)
+USER_MAX_STREAMS = env_int("PARLEY_USER_MAX_STREAMS", 4)
+USER_RATE_LIMIT_PER_MINUTE = env_int("PARLEY_USER_RATE_LIMIT_PER_MINUTE", 600)
+# A stream's slot is freed when it ends; one a crashed process held expires after this.
+STREAM_SLOT_TTL_S = env_int("PARLEY_STREAM_SLOT_TTL_S", 900)
+# Earlier states kept per feedback (the newest ones).
+FEEDBACK_HISTORY_MAX = env_int("PARLEY_FEEDBACK_HISTORY_MAX", 50)
 # Sessions without X-Session-Done close after this much idle time (their last turn is judged).
 SESSION_IDLE_MINUTES = env_int("PARLEY_SESSION_IDLE_MINUTES", 30)
 FEEDBACK_TAGS_DOWN = env_list(
@@ -200,6 +211,10 @@ if JUDGE_KIND not in ("cues", "llm"):
     raise ConfigError(f"PARLEY_JUDGE={JUDGE_KIND!r}: use 'cues' (the default) or 'llm'")
 JUDGE_CONSTRAINED = env_bool("PARLEY_JUDGE_CONSTRAINED", True)
 JUDGE_BASE_URL = env_str("JUDGE_BASE_URL", "") or VLLM_BASE_URLS[0]
+# vLLM request priority of judge generations (lower = earlier; chat asks with 0). On Parley's
+# own vLLM (started with --scheduling-policy priority) the judge waits behind chat; a separate
+# judge server without that policy refuses any value but 0, hence 0 when JUDGE_BASE_URL is set.
+JUDGE_PRIORITY = env_int("PARLEY_JUDGE_PRIORITY", 0 if env_str("JUDGE_BASE_URL", "") else 10)
 JUDGE_MODEL = env_str("JUDGE_MODEL", "base")
 JUDGE_API_KEY = judge_api_key(
     judge_base_url=env_str("JUDGE_BASE_URL", ""),
@@ -207,6 +222,12 @@ JUDGE_API_KEY = judge_api_key(
     vllm_key=VLLM_API_KEY,
 )
 JUDGE_VOTES = env_int("PARLEY_JUDGE_VOTES", 3)
+# One user's LLM-judge work: in flight at once, and started a minute (the excess is retried
+# later by the worker, then by the periodic sweep); a crashed worker's slot expires after
+# JUDGE_SLOT_TTL_S. The cue judge is not limited.
+USER_MAX_JUDGING = env_int("PARLEY_USER_MAX_JUDGING", 1)
+USER_JUDGING_PER_MINUTE = env_int("PARLEY_USER_JUDGING_PER_MINUTE", 20)
+JUDGE_SLOT_TTL_S = env_int("PARLEY_JUDGE_SLOT_TTL_S", 600)
 JUDGE_MAX_TOKENS = env_int("PARLEY_JUDGE_MAX_TOKENS", 256)
 JUDGE_TEMPERATURE = env_float("PARLEY_JUDGE_TEMPERATURE", 0.7)
 # Turns served by a version more than this many versions behind the live one are not trained on.

@@ -134,12 +134,21 @@ def test_vllm_publishes_no_port_and_sits_on_the_internal_network_only(config):
     assert config["networks"]["backend"].get("internal") is True
 
 
-def test_only_web_publishes_a_port_and_on_loopback_by_default(config):
+def test_only_the_proxy_publishes_a_port_and_on_loopback_by_default(config):
+    # Issue 17: web sits behind a proxy that refuses large bodies before web buffers them.
     published = {name for name, s in config["services"].items() if s.get("ports")}
-    assert published == {"web"}
-    (port,) = config["services"]["web"]["ports"]
+    assert published == {"proxy"}
+    (port,) = config["services"]["proxy"]["ports"]
     host_ip = port.split(":")[0] if isinstance(port, str) else port.get("host_ip")
     assert host_ip == "127.0.0.1"
+
+
+def test_the_proxy_refuses_large_bodies_before_web_and_forwards_to_it(config):
+    proxy = config["services"]["proxy"]
+    assert "caddy" in proxy["image"]
+    caddyfile = _mounts(proxy)["/etc/caddy/Caddyfile"]
+    assert caddyfile["read_only"] and Path(caddyfile["source"]).name == "Caddyfile"
+    assert proxy["depends_on"]["web"]["condition"] == "service_healthy"
 
 
 def test_vllm_serves_loras_with_runtime_updating(config):
@@ -307,3 +316,20 @@ def test_the_real_env_file_is_ignored_by_git():
         ["git", "check-ignore", "-q", "docker/.env.example"], cwd=ROOT, capture_output=True
     ).returncode
     assert tracked_ok == 1, "docker/.env.example must not be ignored"
+
+
+def test_vllm_schedules_by_priority_so_the_judge_waits_behind_chat(config):
+    """The judge sends PARLEY_JUDGE_PRIORITY (10 on Parley's own vLLM); vLLM refuses a nonzero
+    priority unless started with the priority policy (issue 17, judge cost)."""
+    for name, service in _vllm_services(config).items():
+        assert "--scheduling-policy=priority" in service["command"], name
+
+
+def test_the_caddyfile_limits_request_bodies_to_the_apps_limit():
+    """Runs without compose: docker/Caddyfile (compose's proxy) and the README's example."""
+    caddyfile = (DOCKER / "Caddyfile").read_text()
+    assert re.search(r"request_body\s*\{\s*max_size\s+\{\$PARLEY_PROXY_MAX_BODY:4MiB\}", caddyfile)
+    assert "reverse_proxy web:8000" in caddyfile
+    readme = (ROOT / "README.md").read_text()
+    example = re.search(r"```caddyfile\n(.*?)```", readme, re.S)
+    assert example and re.search(r"request_body\s*\{\s*max_size\s+4MiB", example[1])

@@ -35,6 +35,7 @@ from webapp.api.sessions import (
     api_completion_record,
 )
 from webapp.chat.models import Message
+from webapp.core.limits import StreamSlot
 from webapp.inference import CompletionAccumulator, ServingError, ServingUnavailable, stream_chat
 
 log = logging.getLogger(__name__)
@@ -64,8 +65,10 @@ class Completion:
         admitted: Admission,
         session_id: str,
         close: bool,
+        slot: StreamSlot | None = None,
     ) -> None:
         self.chat = chat
+        self.slot = slot
         self.turn_type = turn_type
         self.key = admitted.key
         self.version = admitted.version
@@ -209,6 +212,9 @@ class Completion:
             except ApiError as exc:
                 if status != "stopped":
                     yield sse_error(exc.message, "storage_unavailable")
+            finally:
+                if self.slot is not None:
+                    await asyncio.shield(self.slot.release())
         yield "data: [DONE]\n\n"
 
     async def _relay(self, accumulator: CompletionAccumulator) -> AsyncGenerator[str]:

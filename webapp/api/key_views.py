@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from webapp.api.keys import (
+    ApiKeyLimitReached,
     api_key_create,
     api_key_get_for_user,
     api_key_list_for_user,
@@ -17,16 +18,20 @@ from webapp.api.keys import (
 
 @login_required
 def key_list(request: HttpRequest) -> HttpResponse:
-    secret = None
+    secret = error = None
     if request.method == "POST":
         name = request.POST.get("name", "").strip()[:100]
-        _, secret = api_key_create(owner=request.user, name=name)
+        try:
+            _, secret = api_key_create(owner=request.user, name=name)
+        except ApiKeyLimitReached as exc:
+            error = str(exc)
     return render(
         request,
         "api/keys.html",
         {
             "keys": api_key_list_for_user(user=request.user),
             "new_secret": secret,
+            "error": error,
             "base_url": request.build_absolute_uri("/v1"),
         },
     )

@@ -7,6 +7,9 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import Http404
 from django.utils import timezone
@@ -20,8 +23,27 @@ def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
+class ApiKeyLimitReached(Exception):
+    """The owner already has ``USER_MAX_API_KEYS`` active keys; the message says what to do."""
+
+
+@transaction.atomic
 def api_key_create(*, owner: Any, name: str = "") -> tuple[ApiKey, str]:
-    """A new key for ``owner``; returns the row and the secret, which is never stored."""
+    """A new key for ``owner``; returns the row and the secret, which is never stored.
+
+    Raises ``ApiKeyLimitReached`` past ``USER_MAX_API_KEYS`` active keys: every key has its
+    own rate limit, so unlimited keys would mean an unlimited rate.
+    """
+    limit = settings.USER_MAX_API_KEYS
+    # The owner's row is locked so two concurrent creations cannot both pass the count.
+    get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
+    active = ApiKey.objects.filter(owner=owner, revoked_at__isnull=True).count()
+    if active >= limit:
+        plural = "" if limit == 1 else "s"
+        raise ApiKeyLimitReached(
+            f"You already have {limit} active API key{plural}, the most allowed; "
+            "revoke one you no longer use first."
+        )
     secret = PREFIX + secrets.token_urlsafe(32)
     key = ApiKey.objects.create(
         owner=owner, name=name.strip()[:100], prefix=secret[:11], secret_hash=_hash(secret)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 
 from webapp.chat.feedback_spec import openapi_properties
@@ -47,7 +48,7 @@ MESSAGE = {
     },
 }
 
-CHAT_REQUEST = {
+CHAT_REQUEST: dict[str, Any] = {
     "type": "object",
     "required": ["model", "messages"],
     "properties": {
@@ -59,7 +60,7 @@ CHAT_REQUEST = {
         "max_completion_tokens": {"type": "integer", "minimum": 1},
         "temperature": {"type": "number", "minimum": 0, "maximum": 2},
         "top_p": {"type": "number", "minimum": 0, "maximum": 1},
-        "n": {"type": "integer", "minimum": 1, "maximum": 8},
+        "n": {"type": "integer", "minimum": 1},
         "seed": {"type": "integer"},
         "stop": {
             "anyOf": [
@@ -74,6 +75,15 @@ CHAT_REQUEST = {
         "user": {"type": "string"},
     },
 }
+
+
+def _chat_request() -> dict[str, Any]:
+    """CHAT_REQUEST with this server's caps on ``max_tokens`` and ``n`` (settings)."""
+    properties = dict(CHAT_REQUEST["properties"])
+    for name in ("max_tokens", "max_completion_tokens"):
+        properties[name] = {**properties[name], "maximum": settings.API_MAX_TOKENS}
+    properties["n"] = {**properties["n"], "maximum": settings.API_MAX_N}
+    return {**CHAT_REQUEST, "properties": properties}
 
 
 def schema() -> dict[str, Any]:
@@ -132,7 +142,7 @@ def schema() -> dict[str, Any]:
                     ],
                     "requestBody": {
                         "required": True,
-                        "content": {"application/json": {"schema": CHAT_REQUEST}},
+                        "content": {"application/json": {"schema": _chat_request()}},
                     },
                     "responses": {
                         "200": {

@@ -10,11 +10,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
 from webapp.api.errors import ApiError
 from webapp.chat.limits import contains_nul
 
 ROLES = {"system", "developer", "user", "assistant", "tool"}
-MAX_N = 8
 
 
 def bad(message: str, param: str | None = None) -> ApiError:
@@ -134,9 +135,12 @@ class ChatRequest:
 def _sampling_params(body: dict[str, Any]) -> dict[str, Any]:
     """What vLLM is asked to sample with: the known fields, each checked."""
     params: dict[str, Any] = {}
-    max_tokens = _integer(body, "max_completion_tokens", 1)
+    # Above the caps a request is refused, not clamped: OpenAI answers a too-large max_tokens
+    # or n with a 400 too, and a clamped answer would look complete while being cut short.
+    cap = settings.API_MAX_TOKENS
+    max_tokens = _integer(body, "max_completion_tokens", 1, cap)
     if max_tokens is None:
-        max_tokens = _integer(body, "max_tokens", 1)
+        max_tokens = _integer(body, "max_tokens", 1, cap)
     if max_tokens is not None:
         params["max_tokens"] = max_tokens
     for name, low, high in (
@@ -147,7 +151,7 @@ def _sampling_params(body: dict[str, Any]) -> dict[str, Any]:
     ):
         if _number(body, name, low, high) is not None:
             params[name] = body[name]
-    if _integer(body, "n", 1, MAX_N) is not None:
+    if _integer(body, "n", 1, settings.API_MAX_N) is not None:
         params["n"] = body["n"]
     if _integer(body, "seed", -(2**63), 2**63 - 1) is not None:
         params["seed"] = body["seed"]

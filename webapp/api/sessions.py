@@ -177,14 +177,17 @@ def api_completion_record(*, turn: CompletionTurn) -> tuple[RecordedTurn, list[M
         session_id=turn.session_id,
         user_field=str(turn.chat.params.get("user") or ""),
     )
-    answers = []
+    answers: list[Message] = []
     for index in range(turn.chat.n):
+        # The request's parameters (tools can be megabytes) are stored once, on the first
+        # answer; its siblings point to it instead of carrying a copy each.
+        params = turn.chat.params if index == 0 else {"same_as": answers[0].pk}
         answer = chat_services.assistant_message_start(
             conversation=recorded.conversation,
             parent=recorded.prompt_tail,
             policy_version=turn.version,
             served_model=turn.served,
-            sampling_params=turn.chat.params,
+            sampling_params=params,
             turn_type=turn.turn_type,
             selected=turn.turn_type == Message.TurnType.MAIN and index == 0,
         )

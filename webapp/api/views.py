@@ -22,9 +22,14 @@ from webapp.api.errors import ApiError, error_response
 from webapp.api.feedback import api_feedback_record
 from webapp.api.keys import api_key_authenticate
 from webapp.api.models import ApiKey
-from webapp.api.ratelimit import retry_after_if_limited
 from webapp.api.schemas import ChatRequest, bad, parse_chat_request, parse_json_body
 from webapp.chat.models import Message
+from webapp.core.limits import (
+    StreamSlot,
+    retry_after_if_limited,
+    stream_slot_acquire,
+    streams_refused_message,
+)
 from webapp.learning.selectors import policy_version_live
 
 log = logging.getLogger(__name__)
@@ -136,35 +141,62 @@ async def _admit(request: HttpRequest) -> tuple[ChatRequest, str, Admission]:
     chat = parse_chat_request(_read_json(request))
     turn_type = _turn_type(request)
     admitted = await admission(secret, chat.model)
-    retry_after = await retry_after_if_limited(
-        key_id=admitted.key.pk, limit=settings.API_RATE_LIMIT_PER_MINUTE
-    )
-    if retry_after is not None:
+    # Per key, then per user over all of their keys and the websocket.
+    for scope, limit, whom in (
+        (f"key:{admitted.key.pk}", settings.API_RATE_LIMIT_PER_MINUTE, "this key"),
+        (f"user:{admitted.key.owner_id}", settings.USER_RATE_LIMIT_PER_MINUTE, "your account"),
+    ):
+        retry_after = await retry_after_if_limited(scope=scope, limit=limit)
+        if retry_after is not None:
+            raise ApiError(
+                429,
+                f"Rate limit of {limit} requests a minute reached for {whom}.",
+                code="rate_limit_exceeded",
+                headers={"Retry-After": str(retry_after)},
+            )
+    return chat, turn_type, admitted
+
+
+async def _stream_slot(admitted: Admission) -> StreamSlot:
+    slot = await stream_slot_acquire(user_id=admitted.key.owner_id)
+    if slot is None:
         raise ApiError(
             429,
-            f"Rate limit of {settings.API_RATE_LIMIT_PER_MINUTE} requests a minute "
-            "reached for this key.",
-            code="rate_limit_exceeded",
-            headers={"Retry-After": str(retry_after)},
+            streams_refused_message(settings.USER_MAX_STREAMS),
+            code="too_many_streams",
+            headers={"Retry-After": "1"},
         )
-    return chat, turn_type, admitted
+    return slot
 
 
 @_api_view
 async def chat_completions(request: HttpRequest) -> HttpResponse:
-    """Parse and admit the request, then answer it whole or as a stream (see completions)."""
+    """Parse and admit the request, then answer it whole or as a stream (see completions).
+
+    The answer holds one of the user's stream slots until its last chunk: a stream's slot is
+    released by the stream itself, anything else's here.
+    """
     chat, turn_type, admitted = await _admit(request)
-    completion = Completion(
-        chat=chat,
-        turn_type=turn_type,
-        admitted=admitted,
-        session_id=request.headers.get("X-Session-Id", "").strip(),
-        close=request.headers.get("X-Session-Done", "").strip().lower() in {"1", "true", "yes"},
-    )
-    await completion.begin(admitted.recheck)
-    if chat.stream:
-        return completion.streaming_response()
-    return await completion.json_response()
+    slot = await _stream_slot(admitted)
+    streaming = False
+    try:
+        completion = Completion(
+            chat=chat,
+            turn_type=turn_type,
+            admitted=admitted,
+            session_id=request.headers.get("X-Session-Id", "").strip(),
+            close=request.headers.get("X-Session-Done", "").strip().lower() in {"1", "true", "yes"},
+            slot=slot,
+        )
+        await completion.begin(admitted.recheck)
+        if chat.stream:
+            response = completion.streaming_response()
+            streaming = True
+            return response
+        return await completion.json_response()
+    finally:
+        if not streaming:
+            await slot.release()
 
 
 # --- /v1/feedback ----------------------------------------------------------------------------

@@ -34,6 +34,12 @@ from webapp.chat.services import (
     assistant_message_start,
     user_message_send,
 )
+from webapp.core.limits import (
+    StreamSlot,
+    retry_after_if_limited,
+    stream_slot_acquire,
+    streams_refused_message,
+)
 from webapp.inference import CompletionAccumulator, ServingError, ServingUnavailable, stream_chat
 from webapp.learning.selectors import policy_version_live
 
@@ -119,11 +125,23 @@ class ChatConsumer(AsyncWebsocketConsumer):
         )
         if self.conversation.title != title:  # the first message names the conversation
             html += fragments.conversation_item(conversation=self.conversation)
+        slot, refusal = await self._take_slot()
+        if slot is None:
+            # The message is stored (and shown) all the same; opening the page again answers it.
+            await self.send(
+                text_data=fragments.append_to_transcript(html)
+                + fragments.composer_state(
+                    state="idle",
+                    saved=True,
+                    error=f"{refusal} Your message is saved: reload the page to have it answered.",
+                )
+            )
+            return
         await self.send(
             text_data=fragments.append_to_transcript(html)
             + fragments.composer_state(state="streaming", saved=True)
         )
-        await self._start(parent=message, rerender=False)
+        await self._start(parent=message, rerender=False, slot=slot)
 
     async def _answer(self, parent_id: Any, *, only_if_unanswered: bool) -> None:
         parent = await database_sync_to_async(self._prompt_message)(parent_id)
@@ -132,7 +150,27 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         if only_if_unanswered and await database_sync_to_async(parent.children.exists)():
             return
-        await self._start(parent=parent, rerender=True)
+        slot, refusal = await self._take_slot()
+        if slot is None:
+            await self._refuse(refusal)
+            return
+        await self._start(parent=parent, rerender=True, slot=slot)
+
+    async def _take_slot(self) -> tuple[StreamSlot | None, str]:
+        """One of the user's stream slots (shared with /v1), or why there is none.
+
+        Each answer asked for counts toward the user's requests a minute, as a /v1 request does.
+        """
+        user_id = self.scope["user"].pk
+        limit = settings.USER_RATE_LIMIT_PER_MINUTE
+        if await retry_after_if_limited(scope=f"user:{user_id}", limit=limit) is not None:
+            return None, (
+                f"Your account has reached its limit of {limit} requests a minute; wait a minute."
+            )
+        slot = await stream_slot_acquire(user_id=user_id)
+        if slot is None:
+            return None, streams_refused_message(settings.USER_MAX_STREAMS)
+        return slot, ""
 
     def _prompt_message(self, parent_id: Any) -> Message | None:
         try:
@@ -169,12 +207,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
             )
         return answer, prompt_messages(message=parent), html
 
-    async def _start(self, *, parent: Message, rerender: bool) -> None:
-        answer, prompt, html = await database_sync_to_async(self._begin_answer)(
-            parent, rerender=rerender
-        )
-        await self.send(text_data=html + fragments.composer_state(state="streaming"))
-        self.generation = asyncio.create_task(self._generate(answer, prompt))
+    async def _start(self, *, parent: Message, rerender: bool, slot: StreamSlot) -> None:
+        try:
+            answer, prompt, html = await database_sync_to_async(self._begin_answer)(
+                parent, rerender=rerender
+            )
+            await self.send(text_data=html + fragments.composer_state(state="streaming"))
+        except BaseException:
+            await slot.release()
+            raise
+        self.generation = asyncio.create_task(self._generate(answer, prompt, slot))
 
     async def _stop_generation(self) -> None:
         task = self.generation
@@ -183,7 +225,17 @@ class ChatConsumer(AsyncWebsocketConsumer):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _generate(self, answer: Message, prompt: list[dict[str, Any]]) -> None:
+    async def _generate(
+        self, answer: Message, prompt: list[dict[str, Any]], slot: StreamSlot
+    ) -> None:
+        """Write the answer, holding the user's stream slot until it is stored."""
+        try:
+            await self._write(answer, prompt, slot)
+        finally:
+            if slot.token:  # not released yet: the answer failed before it was stored
+                await asyncio.shield(slot.release())
+
+    async def _write(self, answer: Message, prompt: list[dict[str, Any]], slot: StreamSlot) -> None:
         accumulator = CompletionAccumulator()
         status, error = Message.Status.COMPLETE, ""
         stream = stream_chat(prompt, model=answer.served_model, params=answer.sampling_params)
@@ -221,10 +273,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
         finally:
             slow_notice.cancel()
             await stream.aclose()
-        await self._finish(answer, accumulator, status=status, error=error)
+        await self._finish(answer, accumulator, status=status, error=error, slot=slot)
 
     async def _finish(
-        self, answer: Message, accumulator: CompletionAccumulator, *, status: str, error: str
+        self,
+        answer: Message,
+        accumulator: CompletionAccumulator,
+        *,
+        status: str,
+        error: str,
+        slot: StreamSlot,
     ) -> None:
         finished = await database_sync_to_async(assistant_message_finish)(
             message=answer,
@@ -235,6 +293,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             status=status,
             error=error,
         )
+        # Freed before the page is told it may ask again, so its next question finds it free.
+        await asyncio.shield(slot.release())
         html = await database_sync_to_async(fragments.render_message_by_id)(
             message=finished, viewer=self.scope["user"]
         )

@@ -96,6 +96,8 @@ class Message(models.Model):
     prompt_token_ids = models.JSONField(null=True, blank=True)
     token_ids = models.JSONField(null=True, blank=True)
     token_logprobs = models.JSONField(null=True, blank=True)
+    # The request's parameters, stored once per turn: an answer's siblings from the same
+    # request (n > 1) hold {"same_as": <the first answer's id>} instead of a copy.
     sampling_params = models.JSONField(default=dict, blank=True)
     finish_reason = models.CharField(max_length=32, blank=True)
     usage = models.JSONField(null=True, blank=True)

@@ -263,8 +263,8 @@ def feedback_set(
     """Create or change ``author``'s feedback on an answer.
 
     ``changes`` names fields of ``feedback_spec.FIELDS`` (``rating=1``, ``comment="..."``);
-    ``None`` leaves a field as it is. Rating 0 withdraws the thumb. Every earlier state is kept
-    in ``history``.
+    ``None`` leaves a field as it is. Rating 0 withdraws the thumb. The newest earlier states
+    (``FEEDBACK_HISTORY_MAX``) are kept in ``history``.
     """
     if message.role != Message.Role.ASSISTANT:
         raise FeedbackInvalid("feedback can only be given on assistant answers")
@@ -276,10 +276,17 @@ def feedback_set(
         message=message, author=author
     )
     if not created:
-        feedback.history = [
-            *feedback.history,
-            {**feedback_state(feedback), "at": feedback.updated_at.isoformat()},
-        ]
+        # Only the newest states are kept: a client toggling a thumb in a loop must not grow
+        # one row without bound.
+        keep = max(settings.FEEDBACK_HISTORY_MAX, 0)
+        feedback.history = (
+            [
+                *feedback.history,
+                {**feedback_state(feedback), "at": feedback.updated_at.isoformat()},
+            ][-keep:]
+            if keep
+            else []
+        )
     for name, value in changes.items():
         if value is not None:
             setattr(feedback, name, value.strip() if isinstance(value, str) else value)

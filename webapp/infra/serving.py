@@ -39,6 +39,9 @@ class VllmOptions:
     # vLLM's share of the GPU, as in docker (the CPU build ignores it: VLLM_CPU_KVCACHE_SPACE).
     gpu_memory_utilization: float | None = None
     api_key: str = ""  # passed in vLLM's environment, not on its command line
+    # Requests are scheduled by their "priority" field (lower first): the LLM judge shares this
+    # server with chat and asks with a higher number, so a flood of judging never delays chat.
+    scheduling_policy: str = "priority"
 
 
 def vllm_server_command(options: VllmOptions) -> tuple[list[str], dict[str, str]]:
@@ -54,6 +57,7 @@ def vllm_server_command(options: VllmOptions) -> tuple[list[str], dict[str, str]
         *("--enable-lora", "--max-lora-rank", str(options.max_lora_rank)),
         *("--max-loras", str(options.max_loras)),
         "--disable-uvicorn-access-log",
+        *("--scheduling-policy", options.scheduling_policy),
     ]
     if options.gpu_memory_utilization is not None:
         args += ["--gpu-memory-utilization", str(options.gpu_memory_utilization)]

@@ -10,6 +10,7 @@ from celery import Task as CeleryTask
 from celery import shared_task
 
 from trainer.judge_client import JudgeUnavailable
+from webapp.core.limits import judging_slot
 from webapp.core.outbox import Task
 from webapp.learning.workflows import judging, recovery, training
 
@@ -20,13 +21,22 @@ JUDGE_RETRY = {
     "retry_backoff": 5,
     "retry_backoff_max": 120,
 }
-"""Judge tasks retry with backoff while the judge model is unreachable."""
+"""Judge tasks retry with backoff while the judge model is unreachable or its owner's judge
+work is at its limit (``JudgeBusy``)."""
+
+
+class JudgeBusy(JudgeUnavailable):
+    """The turn's owner already has their share of judge work; the task retries later."""
 
 
 @shared_task(name=Task.JUDGE_MESSAGE.value, **JUDGE_RETRY)
 def judge_message(self: CeleryTask, message_id: int) -> int | None:
-    """An answer got its next state, or feedback: judge it."""
-    return judging.judge_message(message_id, judge=judging.judge_from_settings())
+    """An answer got its next state, or feedback: judge it, within its owner's judge budget."""
+    owner_id = judging.message_owner_id(message_id)
+    with judging_slot(user_id=owner_id, work=f"message:{message_id}") as admitted:
+        if not admitted:
+            raise JudgeBusy(f"the owner of message {message_id} is at their judge work limit")
+        return judging.judge_message(message_id, judge=judging.judge_from_settings())
 
 
 @shared_task(name=Task.REQUEUE_PENDING.value)

@@ -247,12 +247,13 @@ async def test_streaming_forwards_each_chunk_then_done(secret, scripted) -> None
 
 
 async def test_a_burst_of_streams_shares_one_key_lookup_and_records_every_turn(
-    secret, scripted, monkeypatch
+    secret, scripted, monkeypatch, settings
 ) -> None:
     import asyncio
 
     from webapp.api import admission, keys
 
+    settings.USER_MAX_STREAMS = 8  # the default per-user limit is lower than this burst
     admission.forget_keys()
     lookups = []
     real = keys.api_key_authenticate

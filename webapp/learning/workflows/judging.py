@@ -58,6 +58,7 @@ def judge_from_settings() -> HttpJudge:
             max_tokens=settings.JUDGE_MAX_TOKENS,
             temperature=settings.JUDGE_TEMPERATURE,
             constrained=settings.JUDGE_CONSTRAINED,
+            priority=settings.JUDGE_PRIORITY,
         )
     )
 
@@ -150,3 +151,12 @@ def finalize_conversation(conversation_id: int, *, judge: JudgeModel) -> int | N
             conversation_id=conversation_id, reason=f"answer {candidate.pk}: {why}"
         )
     return judgement_id
+
+
+def message_owner_id(message_id: int) -> int | None:
+    """Whose turn ``message_id`` is: judge work is limited per user (webapp.core.limits)."""
+    return (
+        Message.objects.filter(pk=message_id)
+        .values_list("conversation__owner_id", flat=True)
+        .first()
+    )

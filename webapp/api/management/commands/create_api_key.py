@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from webapp.api.keys import api_key_create
+from webapp.api.keys import ApiKeyLimitReached, api_key_create
 
 
 class Command(BaseCommand):
@@ -28,5 +28,8 @@ class Command(BaseCommand):
             user = users.objects.create_user(username=username)
             user.set_unusable_password()
             user.save()
-        _, secret = api_key_create(owner=user, name=str(options["name"]))
+        try:
+            _, secret = api_key_create(owner=user, name=str(options["name"]))
+        except ApiKeyLimitReached as exc:
+            raise CommandError(str(exc)) from exc
         self.stdout.write(secret)
