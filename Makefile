@@ -12,6 +12,11 @@ REQUIREMENTS := $(if $(filter 1,$(PARLEY_GPU)),requirements-gpu.txt,requirements
 RUNTIME    := $(VENV)/.installed-runtime-$(basename $(REQUIREMENTS))
 TESTDEPS   := $(VENV)/.installed-test
 PYTEST_ARGS ?=
+# pytest's temporary folders (the stack tests' PostgreSQL socket among them) under a root of this
+# checkout's own: pytest keeps only its last three runs per root and deletes older ones, which
+# would pull the folders out from under a long run while another checkout runs pytest too.
+# /tmp keeps the socket paths short (unix sockets allow ~107 bytes).
+PYTEST_TMP := /tmp/parley-pytest-$(shell printf '%s' "$(CURDIR)" | cksum | cut -d' ' -f1)
 
 .PHONY: run test test-services lint bench model clean-venv vendor-static requirements-file
 
@@ -19,11 +24,13 @@ run: $(RUNTIME)
 	@$(PY) -m webapp.infra.launcher run
 
 test: $(TESTDEPS)
-	@$(PY) -m webapp.infra.launcher exec -- $(PY) -m pytest $(PYTEST_ARGS)
+	@mkdir -p $(PYTEST_TMP)
+	@PYTEST_DEBUG_TEMPROOT=$(PYTEST_TMP) $(PY) -m webapp.infra.launcher exec -- $(PY) -m pytest $(PYTEST_ARGS)
 
 # The database and broker tests again, against external services (DATABASE_URL / REDIS_URL).
 test-services: $(TESTDEPS)
-	@$(PY) -m webapp.infra.launcher exec -- $(PY) -m pytest -m services $(PYTEST_ARGS)
+	@mkdir -p $(PYTEST_TMP)
+	@PYTEST_DEBUG_TEMPROOT=$(PYTEST_TMP) $(PY) -m webapp.infra.launcher exec -- $(PY) -m pytest -m services $(PYTEST_ARGS)
 
 lint: $(TESTDEPS)
 	$(PY) -m ruff check .

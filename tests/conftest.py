@@ -21,11 +21,15 @@ class Stack:
     var_dir: Path | None = None
 
     @property
-    def vllm_headers(self) -> dict[str, str]:
-        """The stack's vLLM API key (generated into its var/) as vLLM wants it."""
+    def vllm_api_key(self) -> str:
+        """The stack's vLLM API key (generated into its var/)."""
         assert self.var_dir is not None
-        key = (self.var_dir / "vllm_api_key").read_text().strip()
-        return {"Authorization": f"Bearer {key}"}
+        return (self.var_dir / "vllm_api_key").read_text().strip()
+
+    @property
+    def vllm_headers(self) -> dict[str, str]:
+        """The stack's vLLM API key as vLLM wants it."""
+        return {"Authorization": f"Bearer {self.vllm_api_key}"}
 
     def manage(self, *args: str) -> str:
         """Run a manage.py command against the stack's own database; returns its stdout."""

@@ -90,7 +90,9 @@ def test_feedback_and_follow_ups_become_judgements_and_samples(stack, stack_api_
 
 def test_the_llm_judge_on_vllm_gets_votes_that_all_parse(stack) -> None:
     """PARLEY_JUDGE=llm against the real vLLM: structured outputs keep every vote to a box."""
-    endpoint = JudgeEndpoint(base_url=stack.vllm_url, model="base", max_tokens=16)
+    endpoint = JudgeEndpoint(
+        base_url=stack.vllm_url, model="base", max_tokens=16, api_key=stack.vllm_api_key
+    )
     messages = build_prm_messages(
         request="What is the capital of Italy?",
         answer="The capital of Italy is Paris.",
