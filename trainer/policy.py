@@ -172,6 +172,34 @@ def adapter_disabled(model: torch.nn.Module) -> Iterator[None]:
         yield
 
 
+def lora_snapshot(model: torch.nn.Module) -> dict[str, Tensor]:
+    """A copy of the trainable (LoRA) weights: the live version, kept before an update."""
+    return {
+        name: param.detach().clone()
+        for name, param in model.named_parameters()
+        if param.requires_grad
+    }
+
+
+@contextlib.contextmanager
+def lora_weights(model: torch.nn.Module, weights: dict[str, Tensor]) -> Iterator[None]:
+    """Within the block the LoRA weights are ``weights`` (a ``lora_snapshot``); restored after.
+
+    How the gate measures the live version on the same model in memory, without a reload.
+    """
+    params = dict(model.named_parameters())
+    saved = {name: params[name].detach().clone() for name in weights}
+    with torch.no_grad():
+        for name, value in weights.items():
+            params[name].copy_(value)
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for name, value in saved.items():
+                params[name].copy_(value)
+
+
 def _causal_lm(model: torch.nn.Module) -> PreTrainedModel:
     return model.get_base_model() if isinstance(model, PeftModel) else model
 

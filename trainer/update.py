@@ -61,6 +61,9 @@ from trainer.policy import (
     trainable_parameters,
 )
 
+OPTIMIZER_STATE_FILE = "optimizer.pt"
+"""AdamW's state, saved next to the adapter (vLLM ignores files it does not know)."""
+
 
 @dataclass(frozen=True)
 class World:
@@ -168,6 +171,7 @@ def run_update(
     ]
     params = trainable_parameters(model)
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=0.0)
+    optimizer_continued = optimizer_state_load(optimizer, init_adapter_dir, lr=config.lr)
     setup_seconds = time.perf_counter() - started
     gap: dict[str, float] = {}
     metrics: dict[str, Any] = {}
@@ -227,6 +231,8 @@ def run_update(
 
     if world.rank == 0:
         save_adapter(model, out_adapter_dir)
+        torch.save(optimizer.state_dict(), Path(out_adapter_dir) / OPTIMIZER_STATE_FILE)
+    optimizer_steps = _optimizer_steps(optimizer)
     metrics_peak = peak_memory(dev)
     # Drop the optimizer state, activations and cached blocks now, not when the worker exits:
     # an idle worker holding its peak starves vLLM of KV cache on a shared GPU.
@@ -248,9 +254,45 @@ def run_update(
         "seconds": time.perf_counter() - started,
         "micro_batches": len(pg_micro) + len(sft_micro),
         "memory_budget": budget.as_dict() if budget is not None else None,
+        "optimizer_state": "continued" if optimizer_continued else "new",
+        "optimizer_steps": optimizer_steps,
         **gap,
         **metrics_peak,
     }
+
+
+def optimizer_state_load(
+    optimizer: torch.optim.Optimizer, adapter_dir: str | Path | None, *, lr: float
+) -> bool:
+    """Continue the AdamW moments saved next to the adapter this update starts from.
+
+    A new AdamW on every update makes each step's size almost independent of the signal (its
+    first step is ±lr on every weight, whatever the gradient's size); along one lineage of
+    adapters the moments carry over, so steps scale with how consistent the signal has been.
+    The learning rate is this update's (a refused update's samples come back with a smaller
+    one). False when there is nothing to continue: a new adapter, an adapter saved before
+    this existed, or a state that does not fit (another rank or targets).
+    """
+    if adapter_dir is None:
+        return False
+    path = Path(adapter_dir) / OPTIMIZER_STATE_FILE
+    if not path.is_file():
+        return False
+    device = optimizer.param_groups[0]["params"][0].device
+    state = torch.load(path, map_location=device, weights_only=True)
+    try:
+        optimizer.load_state_dict(state)
+    except (ValueError, KeyError):
+        return False
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    return True
+
+
+def _optimizer_steps(optimizer: torch.optim.Optimizer) -> int:
+    """AdamW steps taken along this lineage (its bias correction counter)."""
+    steps = [float(s["step"]) for s in optimizer.state.values() if "step" in s]
+    return int(max(steps, default=0))
 
 
 def _length(sample: Sample, *, correction: bool = False) -> int:

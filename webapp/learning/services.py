@@ -194,7 +194,8 @@ def judgement_record(
     if kind is None:
         return judgement
     Sample.objects.filter(message=message, status=Sample.Status.READY).update(
-        status=Sample.Status.SUPERSEDED
+        status=Sample.Status.SUPERSEDED,
+        exclusion_reason=f"superseded by judgement {judgement.pk} of the same answer",
     )
     enqueue(Task.MAYBE_TRAIN)
     Sample.objects.create(
@@ -233,10 +234,11 @@ def conversation_best_candidate(*, conversation: Conversation) -> Message | None
     return None
 
 
-def sample_exclude(*, sample: Sample) -> Sample:
+def sample_exclude(*, sample: Sample, reason: str = "excluded by an admin") -> Sample:
     if sample.status == Sample.Status.READY:
         sample.status = Sample.Status.EXCLUDED
-        sample.save(update_fields=["status"])
+        sample.exclusion_reason = reason
+        sample.save(update_fields=["status", "exclusion_reason"])
     return sample
 
 
