@@ -137,12 +137,27 @@ def move_targets(values_B_S: Tensor, from_mask_B_S: Tensor, to_mask_B_T: Tensor)
     return moved_B_T
 
 
-def chat_prompt_ids(tokenizer: Any, messages: list[dict[str, Any]]) -> list[int]:
+def chat_prompt_text(
+    tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> str:
+    """The chat template rendered with the generation prompt (and the tools, as vLLM passes
+    them to the template)."""
+    kwargs = {"tools": tools} if tools else {}
+    return str(
+        tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True, **kwargs
+        )
+    )
+
+
+def chat_prompt_ids(
+    tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> list[int]:
     """The chat template applied with the generation prompt, tokenised as vLLM does it.
 
     vLLM renders the template to text and tokenises it without adding special tokens again.
     """
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    text = chat_prompt_text(tokenizer, messages, tools)
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
@@ -156,6 +171,50 @@ def hinted_messages(messages: list[dict[str, Any]], hint: str) -> list[dict[str,
     raise ValueError("no user message to attach the hint to")
 
 
-def hinted_prompt_ids(tokenizer: Any, messages: list[dict[str, Any]], hint: str) -> list[int]:
-    """The OPD teacher's prompt: the conversation with the hint in the last user message."""
-    return chat_prompt_ids(tokenizer, hinted_messages(messages, hint))
+def hinted_prompt_ids(
+    tokenizer: Any,
+    messages: list[dict[str, Any]],
+    hint: str,
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    served_prompt_ids: list[int] | None = None,
+) -> list[int]:
+    """The OPD teacher's prompt: the student's prompt plus the hint, nothing else.
+
+    The hint goes where the template puts the end of the last user message. With
+    ``served_prompt_ids`` (the prompt serving actually tokenised) everything before that point
+    is taken from the served prompt itself, so whatever the stored messages lack (a system
+    prompt an agent rewrote, a failed answer left out) cannot make the teacher's context
+    differ from the student's: the teacher's text is the served text with the hint inserted.
+    When the served prompt does not end the way the messages render (another template), the
+    rendered hinted messages are the fallback.
+    """
+    plain = chat_prompt_text(tokenizer, messages, tools)
+    hinted = chat_prompt_text(tokenizer, hinted_messages(messages, hint), tools)
+    split = _insertion_point(plain, hinted)
+    if served_prompt_ids is not None and split is not None:
+        served = tokenizer.decode(served_prompt_ids, skip_special_tokens=False)
+        tail = plain[split:]
+        if served.endswith(tail):
+            inserted = hinted[split : split + len(hinted) - len(plain)]
+            text = served[: len(served) - len(tail)] + inserted + tail
+            return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    return list(tokenizer(hinted, add_special_tokens=False)["input_ids"])
+
+
+def _insertion_point(plain: str, hinted: str) -> int | None:
+    """Where ``hinted`` is ``plain`` with one piece of text inserted; None when it is not.
+
+    >>> _insertion_point("<u>hi</u>", "<u>hi [Hint] x</u>")
+    5
+    """
+    extra = len(hinted) - len(plain)
+    if extra <= 0:
+        return None
+    suffix = 0
+    while suffix < len(plain) and plain[-1 - suffix] == hinted[-1 - suffix]:
+        suffix += 1
+    split = len(plain) - suffix
+    if hinted[:split] == plain[:split] and hinted[split + extra :] == plain[split:]:
+        return split
+    return None

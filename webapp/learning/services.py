@@ -122,7 +122,12 @@ def message_evidence(*, message: Message, conversation_end: bool = False) -> Mes
         correction=correction,
         conversation_end=bool(evidence["end"]),
         fingerprint=hashlib.sha256(json.dumps(evidence, sort_keys=True).encode()).hexdigest(),
-        prompt_messages=[m.as_openai() for m in path[:-1]],
+        # As the served prompt had them: failed answers were never shown to the model.
+        prompt_messages=[
+            m.as_openai()
+            for m in path[:-1]
+            if not (m.is_assistant and m.status == Message.Status.FAILED)
+        ],
     )
 
 

@@ -186,6 +186,10 @@ class SampleRow:
     hint: str | None
     correction: str
     group_id: str | None
+    tools: list[dict[str, Any]] | None = None
+    """The tools the request offered (they are part of the prompt the template rendered)."""
+    temperature: float = 1.0
+    """The temperature the answer was sampled at (its log-probs are at this temperature)."""
 
 
 def batch_for_update(*, update: TrainingUpdate) -> list[SampleRow]:
@@ -199,7 +203,7 @@ def holdout_for_update(*, update: TrainingUpdate) -> list[SampleRow]:
 
 
 def _rows(ids: list[int]) -> list[SampleRow]:
-    samples = Sample.objects.filter(pk__in=ids).order_by("pk")
+    samples = Sample.objects.filter(pk__in=ids).select_related("message").order_by("pk")
     return [
         SampleRow(
             prompt_messages=sample.prompt_messages,
@@ -210,10 +214,19 @@ def _rows(ids: list[int]) -> list[SampleRow]:
             hint=sample.hint or None,
             correction=sample.correction,
             group_id=sample.group_key or None,
+            tools=sample.message.sampling_params.get("tools") or None,
+            temperature=_temperature(sample.message.sampling_params),
         )
         for sample in samples
         if sample.prompt_token_ids and sample.response_token_ids
     ]
+
+
+def _temperature(params: dict[str, Any]) -> float:
+    """The temperature vLLM sampled at: the request's, else vLLM's default of 1; a greedy
+    request (0) is scored at 1, since its log-probs are the unscaled distribution's."""
+    value = params.get("temperature")
+    return float(value) if isinstance(value, int | float) and value > 0 else 1.0
 
 
 def training_update_record_step(*, update: TrainingUpdate, metrics: dict[str, Any]) -> None:

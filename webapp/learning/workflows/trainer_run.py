@@ -35,7 +35,15 @@ def _sample(row: SampleRow, tokenizer: Any) -> Sample:
         reward=row.reward,
         hint=row.hint,
         teacher_prompt_token_ids=(
-            hinted_prompt_ids(tokenizer, row.prompt_messages, row.hint) if row.hint else None
+            hinted_prompt_ids(
+                tokenizer,
+                row.prompt_messages,
+                row.hint,
+                tools=row.tools,
+                served_prompt_ids=row.prompt_token_ids,
+            )
+            if row.hint
+            else None
         ),
         correction_token_ids=correction_ids,
         group_id=row.group_id,
