@@ -49,6 +49,11 @@ class Sample:
     group_id: str | None = None
     """Siblings regenerated for the same prompt share this id and form one GRPO group."""
 
+    temperature: float = 1.0
+    """The temperature serving sampled the response at. vLLM reports log-probs after it
+    (``--logprobs-mode processed_logprobs``), so the trainer scores the response with its
+    logits divided by the same temperature: behaviour policy and importance weights agree."""
+
     def __post_init__(self) -> None:
         if not self.prompt_token_ids:
             raise ValueError(
@@ -61,6 +66,8 @@ class Sample:
             )
         if self.hint is not None and self.teacher_prompt_token_ids is None:
             raise ValueError("a sample with a hint needs teacher_prompt_token_ids")
+        if not self.temperature > 0:
+            raise ValueError(f"sampling temperature {self.temperature} is not positive")
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,8 @@ class Batch:
     """1 on the target (response or correction) tokens, 0 on prompt and padding."""
     target_logp_B_T: Tensor
     """Given log-probs of the target tokens (the sampler's), 0 elsewhere."""
+    temperature_B: Tensor
+    """Each row's sampling temperature (1 for rows that were not sampled: corrections)."""
 
     def to(self, device: torch.device | str) -> Batch:
         return Batch(*(tensor.to(device) for tensor in vars(self).values()))
@@ -84,6 +93,7 @@ def collate(
     *,
     pad_id: int = 0,
     target_logprobs: list[list[float]] | None = None,
+    temperatures: list[float] | None = None,
 ) -> Batch:
     """Concatenate each prompt with its target, right-pad with pad_id, mask the target tokens."""
     lengths = [len(prompt) + len(target) for prompt, target in zip(prompts, targets, strict=True)]
@@ -99,7 +109,10 @@ def collate(
         target_mask_B_T[row, start:end] = 1.0
         if target_logprobs is not None:
             target_logp_B_T[row, start:end] = torch.tensor(target_logprobs[row])
-    return Batch(input_ids_B_T, attention_mask_B_T, target_mask_B_T, target_logp_B_T)
+    temperature_B = torch.tensor(
+        temperatures if temperatures is not None else [1.0] * B, dtype=torch.float32
+    )
+    return Batch(input_ids_B_T, attention_mask_B_T, target_mask_B_T, target_logp_B_T, temperature_B)
 
 
 def micro_batches(

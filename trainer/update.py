@@ -254,6 +254,7 @@ def run_update(
         "seconds": time.perf_counter() - started,
         "micro_batches": len(pg_micro) + len(sft_micro),
         "memory_budget": budget.as_dict() if budget is not None else None,
+        "sampling_temperatures": sorted({s.temperature for s in samples}),
         "optimizer_state": "continued" if optimizer_continued else "new",
         "optimizer_steps": optimizer_steps,
         **gap,
@@ -327,6 +328,7 @@ def _prepare_chunk(
         [s.response_token_ids for s in samples],
         pad_id=pad_id,
         target_logprobs=[s.sampler_logprobs for s in samples],
+        temperatures=[s.temperature for s in samples],
     ).to(device)
     uses_rl_B = torch.tensor([use_rl and s.reward is not None for s in samples], device=device)
     uses_opd_B = torch.tensor([use_opd and s.hint is not None for s in samples], device=device)
@@ -337,13 +339,18 @@ def _prepare_chunk(
             [list(s.teacher_prompt_token_ids or []) for s in hinted],
             [s.response_token_ids for s in hinted],
             pad_id=pad_id,
+            temperatures=[s.temperature for s in hinted],
         ).to(device)
         teacher_off = (
             adapter_disabled(model) if config.teacher == "base" else contextlib.nullcontext()
         )
         with teacher_off:
             logp_H_S = token_logprobs(
-                model, teacher.input_ids_B_T, teacher.attention_mask_B_T, teacher.target_mask_B_T
+                model,
+                teacher.input_ids_B_T,
+                teacher.attention_mask_B_T,
+                teacher.target_mask_B_T,
+                teacher.temperature_B,
             )
         student_mask_H_T = batch.target_mask_B_T[uses_opd_B]
         teacher_logp_B_T[uses_opd_B] = move_targets(
@@ -367,7 +374,9 @@ def _policy_gradient_terms(
     """(PPO-clip loss, k3 KL to base, clip fraction) of one micro-batch; fills step-0 state."""
     batch = chunk.batch
     mask_B_T = batch.target_mask_B_T
-    logp_B_T = token_logprobs(model, batch.input_ids_B_T, batch.attention_mask_B_T, mask_B_T)
+    logp_B_T = token_logprobs(
+        model, batch.input_ids_B_T, batch.attention_mask_B_T, mask_B_T, batch.temperature_B
+    )
     if chunk.trainer_old_logp_B_T is None:
         chunk.trainer_old_logp_B_T = logp_B_T.detach()
     trainer_old_B_T = chunk.trainer_old_logp_B_T
@@ -404,7 +413,11 @@ def _policy_gradient_terms(
 def _score(model: torch.nn.Module, batch: Batch) -> Tensor:
     with torch.no_grad():
         return token_logprobs(
-            model, batch.input_ids_B_T, batch.attention_mask_B_T, batch.target_mask_B_T
+            model,
+            batch.input_ids_B_T,
+            batch.attention_mask_B_T,
+            batch.target_mask_B_T,
+            batch.temperature_B,
         )
 
 

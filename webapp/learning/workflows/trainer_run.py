@@ -47,6 +47,7 @@ def _sample(row: SampleRow, tokenizer: Any) -> Sample:
         ),
         correction_token_ids=correction_ids,
         group_id=row.group_id,
+        temperature=row.temperature,
     )
 
 
