@@ -14,7 +14,7 @@ Two pure halves, kept apart so the criteria can change without touching the meas
 - ``gate_decision`` compares the figures and says pass or fail, with a reason per failure:
   - step size: KL(candidate ‖ live) per answer token on the probe prompts;
   - general quality against the base: perplexity on ordinary text, and no more degenerate
-    answers (``degenerate_kinds``: empty, repeating, cut off, switching script) on the probe
+    answers (``degenerate_kinds``: empty, repeating, cut off, mixing scripts) on the probe
     prompts than the base gives;
   - the user's own feedback: on recent judged samples this update did not train on, the
     candidate must not score worse than the live version (``feedback_delta``).
@@ -45,10 +45,12 @@ from trainer.policy import adapter_disabled, lora_weights, pick_device, token_lo
 DEGENERATE_KINDS = ("empty", "repeating", "cut_off", "language_switch")
 REPEAT_MIN_RUNS = 4
 """An n-gram (n ≤ 4) repeated this many times in a row makes an answer "repeating"."""
+MIXED_SCRIPT_SHARE = 0.25
+"""An answer whose second script holds this share of its letters is "language_switch"."""
 
 
 def degenerate_kinds(
-    prompt: str, answer: str, answer_ids: Sequence[int], *, ended: bool, max_new_tokens: int
+    answer: str, answer_ids: Sequence[int], *, ended: bool, max_new_tokens: int
 ) -> list[str]:
     """Which ways a greedy answer is degenerate (a subset of ``DEGENERATE_KINDS``).
 
@@ -56,11 +58,13 @@ def degenerate_kinds(
     - repeating: one token n-gram (n ≤ 4) repeated ``REPEAT_MIN_RUNS`` times in a row;
     - cut_off: it used every token it was allowed without ending (the gate compares the count
       with the base's, which is cut off by the same limit);
-    - language_switch: most of its letters are in a script the prompt does not use.
+    - language_switch: its letters mix scripts, the second one at least ``MIXED_SCRIPT_SHARE``
+      of them (a small model sliding into another language mid-answer). An answer wholly in
+      another language is not degenerate: a user may prefer one.
 
-    >>> degenerate_kinds("Hi?", "Hello there.", [1, 2, 3], ended=True, max_new_tokens=24)
+    >>> degenerate_kinds("Hello there.", [1, 2, 3], ended=True, max_new_tokens=24)
     []
-    >>> degenerate_kinds("Hi?", " ", [5], ended=True, max_new_tokens=24)
+    >>> degenerate_kinds(" ", [5], ended=True, max_new_tokens=24)
     ['empty']
     """
     kinds = []
@@ -70,12 +74,9 @@ def degenerate_kinds(
         kinds.append("repeating")
     if not ended and len(answer_ids) >= max_new_tokens:
         kinds.append("cut_off")
-    prompt_scripts = set(_scripts(prompt))
-    answer_scripts = _scripts(answer)
-    if answer_scripts and prompt_scripts:
-        foreign = sum(1 for script in answer_scripts if script not in prompt_scripts)
-        if foreign > len(answer_scripts) / 2:
-            kinds.append("language_switch")
+    scripts = Counter(_scripts(answer)).most_common()
+    if len(scripts) > 1 and scripts[1][1] >= MIXED_SCRIPT_SHARE * sum(n for _, n in scripts):
+        kinds.append("language_switch")
     return kinds
 
 
@@ -96,12 +97,13 @@ def _longest_repeat(ids: list[int], max_n: int = 4) -> int:
 
 
 def _scripts(text: str) -> list[str]:
-    """The script of each letter ("LATIN", "CYRILLIC", "CJK", ...), from its Unicode name."""
+    """The script of each letter ("LATIN", "CYRILLIC", "CJK", ...), from its Unicode name;
+    Japanese kana count as CJK, since Japanese writes them with kanji."""
     scripts = []
     for char in text:
         if char.isalpha():
-            name = unicodedata.name(char, "")
-            scripts.append(name.split(" ")[0] if name else "UNKNOWN")
+            script = unicodedata.name(char, "UNKNOWN").split(" ")[0]
+            scripts.append("CJK" if script in ("HIRAGANA", "KATAKANA") else script)
     return scripts
 
 
@@ -172,9 +174,7 @@ def _greedy_answers(
         if ended:
             answer_ids = answer_ids[: answer_ids.index(tokenizer.eos_token_id)]
         text = tokenizer.decode(answer_ids, skip_special_tokens=True)
-        kinds = degenerate_kinds(
-            prompt, text, answer_ids, ended=ended, max_new_tokens=max_new_tokens
-        )
+        kinds = degenerate_kinds(text, answer_ids, ended=ended, max_new_tokens=max_new_tokens)
         answers.append((sequence_1_T, len(ids), kinds))
     return answers
 

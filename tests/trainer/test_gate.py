@@ -87,11 +87,7 @@ def test_probe_kl_is_zero_for_the_base_and_positive_after_training(
 
 def test_a_plain_answer_is_not_degenerate() -> None:
     kinds = degenerate_kinds(
-        "How do I boil an egg?",
-        "Put it in boiling water.",
-        [1, 2, 3, 4],
-        ended=True,
-        max_new_tokens=24,
+        "Put it in boiling water.", [1, 2, 3, 4], ended=True, max_new_tokens=24
     )
     assert kinds == []
 
@@ -104,34 +100,26 @@ def test_a_plain_answer_is_not_degenerate() -> None:
         ("no no no no", [5, 5, 5, 5], True, "repeating"),
         ("ab ab ab ab", [1, 2, 1, 2, 1, 2, 1, 2], True, "repeating"),
         ("It is a long answer that", list(range(24)), False, "cut_off"),
-        ("Это ответ на другом языке", [1, 2, 3], True, "language_switch"),
-        ("水を沸かして卵を入れる", [1, 2, 3], True, "language_switch"),
+        ("Boil the egg, затем остудите его в воде", [1, 2, 3], True, "language_switch"),
+        ("Boil it 水を沸かして卵を入れる", [1, 2, 3], True, "language_switch"),
     ],
 )
 def test_each_kind_of_degenerate_answer_is_measured(
     answer: str, ids: list[int], ended: bool, kind: str
 ) -> None:
-    assert kind in degenerate_kinds(
-        "How do I boil an egg?", answer, ids, ended=ended, max_new_tokens=24
-    )
+    assert kind in degenerate_kinds(answer, ids, ended=ended, max_new_tokens=24)
 
 
-def test_an_answer_that_ended_or_stayed_short_is_not_cut_off() -> None:
-    assert "cut_off" not in degenerate_kinds(
-        "Hi", "Hello", list(range(24)), ended=True, max_new_tokens=24
-    )
-    assert "cut_off" not in degenerate_kinds("Hi", "Hello", [1, 2], ended=False, max_new_tokens=24)
+def test_what_is_not_degenerate() -> None:
+    # Ended, or stopped short of the limit: not cut off.
+    assert degenerate_kinds("Hello", list(range(24)), ended=True, max_new_tokens=24) == []
+    assert degenerate_kinds("Hello", [1, 2], ended=False, max_new_tokens=24) == []
     # A few foreign words in an English answer are not a switch of language.
-    assert (
-        degenerate_kinds(
-            "Say thanks",
-            "Thanks, or merci, or спасибо to you all",
-            [1],
-            ended=True,
-            max_new_tokens=24,
-        )
-        == []
-    )
+    mostly_english = "Thanks, or merci, or спасибо to you all, friends"
+    assert degenerate_kinds(mostly_english, [1], ended=True, max_new_tokens=24) == []
+    # Nor is an answer wholly in another language (a user may want one), Japanese included.
+    for other in ("Это ответ на другом языке", "水を沸かして卵を入れる"):
+        assert degenerate_kinds(other, [1, 2, 3], ended=True, max_new_tokens=24) == []
 
 
 def test_more_degenerate_answers_than_the_base_fail_the_gate() -> None:
