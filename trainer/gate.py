@@ -44,7 +44,9 @@ from trainer.policy import adapter_disabled, lora_weights, pick_device, token_lo
 
 DEGENERATE_KINDS = ("empty", "repeating", "cut_off", "language_switch")
 REPEAT_MIN_RUNS = 4
-"""An n-gram (n ≤ 4) repeated this many times in a row makes an answer "repeating"."""
+"""An n-gram (n ≤ REPEAT_MAX_N) repeated this many times in a row makes it "repeating"."""
+REPEAT_MAX_N = 6
+"""Up to six tokens: "1.1.1.1" and "Boil an egg:\n\nBoil an egg:\n\n…" both fit 24 tokens."""
 MIXED_SCRIPT_SHARE = 0.25
 """An answer whose second script holds this share of its letters is "language_switch"."""
 
@@ -55,7 +57,8 @@ def degenerate_kinds(
     """Which ways a greedy answer is degenerate (a subset of ``DEGENERATE_KINDS``).
 
     - empty: nothing but whitespace;
-    - repeating: one token n-gram (n ≤ 4) repeated ``REPEAT_MIN_RUNS`` times in a row;
+    - repeating: one token n-gram (n ≤ ``REPEAT_MAX_N``) repeated ``REPEAT_MIN_RUNS`` times
+      in a row;
     - cut_off: it used every token it was allowed without ending (the gate compares the count
       with the base's, which is cut off by the same limit);
     - language_switch: its letters mix scripts, the second one at least ``MIXED_SCRIPT_SHARE``
@@ -80,7 +83,7 @@ def degenerate_kinds(
     return kinds
 
 
-def _longest_repeat(ids: list[int], max_n: int = 4) -> int:
+def _longest_repeat(ids: list[int], max_n: int = REPEAT_MAX_N) -> int:
     """The most times any n-gram (n ≤ max_n) follows itself in a row.
 
     >>> _longest_repeat([1, 2, 1, 2, 1, 2, 3])
@@ -300,12 +303,14 @@ def gate_decision(
     max_ppl_ratio: float,
     *,
     max_feedback_drop: float = 0.0,
+    max_degenerate_extra: int = 0,
 ) -> tuple[bool, list[str]]:
     """Pass unless the candidate is broken or worse; the reasons name each failure.
 
     - ``probe_kl`` (KL to the live version: this update's step) ≤ max_kl;
     - ``probe_ppl`` ≤ max_ppl_ratio · the base's;
-    - for each degenerate kind, no more degenerate probe answers than the base gives;
+    - for each degenerate kind, at most ``max_degenerate_extra`` more degenerate probe answers
+      than the base gives;
     - with held-back feedback, ``feedback_delta`` ≥ −max_feedback_drop (nats per token).
     Missing degenerate or feedback figures (an older record) are not failures.
 
@@ -323,7 +328,7 @@ def gate_decision(
     for kind in DEGENERATE_KINDS:
         key = f"degenerate_{kind}"
         count, base_count = metrics.get(key, 0.0), base_metrics.get(key, 0.0)
-        if count > base_count:
+        if count > base_count + max_degenerate_extra:
             reasons.append(
                 f"{count:.0f} {kind.replace('_', ' ')} probe answers (base: {base_count:.0f})"
             )

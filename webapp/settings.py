@@ -225,6 +225,9 @@ TRAIN_PROCESSES = env_int("PARLEY_TRAIN_PROCESSES", 1)
 GATE_MAX_KL = env_float("PARLEY_GATE_MAX_KL", 0.5)
 # perplexity on general text against the base model,
 GATE_MAX_PPL_RATIO = env_float("PARLEY_GATE_MAX_PPL_RATIO", 1.15)
+# no more degenerate probe answers (empty, repeating, cut off, mixed scripts) of a kind than the
+# base gives, plus this many,
+GATE_MAX_DEGENERATE_EXTRA = env_int("PARLEY_GATE_MAX_DEGENERATE_EXTRA", 0)
 # and on this many recent judged samples held back from the update, how much worse (nats per
 # token, signed by the feedback) the candidate may score than the live version.
 GATE_HOLDOUT_SAMPLES = env_int("PARLEY_GATE_HOLDOUT_SAMPLES", 8)

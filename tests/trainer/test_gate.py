@@ -99,6 +99,7 @@ def test_a_plain_answer_is_not_degenerate() -> None:
         ("  \n", [7, 8], True, "empty"),
         ("no no no no", [5, 5, 5, 5], True, "repeating"),
         ("ab ab ab ab", [1, 2, 1, 2, 1, 2, 1, 2], True, "repeating"),
+        ("Boil an egg: Boil an egg: …", [7, 8, 9, 10, 11, 12] * 4, False, "repeating"),
         ("It is a long answer that", list(range(24)), False, "cut_off"),
         ("Boil the egg, затем остудите его в воде", [1, 2, 3], True, "language_switch"),
         ("Boil it 水を沸かして卵を入れる", [1, 2, 3], True, "language_switch"),
@@ -130,6 +131,9 @@ def test_more_degenerate_answers_than_the_base_fail_the_gate() -> None:
     assert not passed and reasons == ["3 repeating probe answers (base: 1)"]
     as_many = {"probe_kl": 0.0, "probe_ppl": 20.0, "degenerate_repeating": 1.0}
     assert gate_decision(as_many, base, 0.1, 1.2) == (True, [])
+    one_more = {**as_many, "degenerate_repeating": 2.0}
+    assert not gate_decision(one_more, base, 0.1, 1.2)[0]
+    assert gate_decision(one_more, base, 0.1, 1.2, max_degenerate_extra=1)[0]
 
 
 def test_scoring_worse_than_live_on_held_back_feedback_fails_the_gate() -> None:

@@ -42,6 +42,7 @@ class TrainJob:
     holdout: Sequence[training.SampleRow] = ()
     """Judged samples not trained here: the candidate must not score worse on them than live."""
     gate_max_feedback_drop: float = 0.0
+    gate_max_degenerate_extra: int = 0
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ def train_update(update_id: int, *, run: TrainRun, push: AdapterPush | None = No
                 gate_max_ppl_ratio=settings.GATE_MAX_PPL_RATIO,
                 holdout=training.holdout_for_update(update=update),
                 gate_max_feedback_drop=settings.GATE_MAX_FEEDBACK_DROP,
+                gate_max_degenerate_extra=settings.GATE_MAX_DEGENERATE_EXTRA,
             )
             started = time.monotonic()
             result = run(
