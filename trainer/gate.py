@@ -46,7 +46,8 @@ DEGENERATE_KINDS = ("empty", "repeating", "cut_off", "language_switch")
 REPEAT_MIN_RUNS = 4
 """An n-gram (n ≤ REPEAT_MAX_N) repeated this many times in a row makes it "repeating"."""
 REPEAT_MAX_N = 6
-"""Up to six tokens: "1.1.1.1" and "Boil an egg:\n\nBoil an egg:\n\n…" both fit 24 tokens."""
+"""Loops of up to six tokens ("1.1.1.1…", a short phrase over and over): four of them fit the
+probe's 24-token answers."""
 MIXED_SCRIPT_SHARE = 0.25
 """An answer whose second script holds this share of its letters is "language_switch"."""
 
