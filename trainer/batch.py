@@ -49,6 +49,11 @@ class Sample:
     group_id: str | None = None
     """Siblings regenerated for the same prompt share this id and form one GRPO group."""
 
+    temperature: float = 1.0
+    """The temperature serving sampled the response at. vLLM reports log-probs after it
+    (``--logprobs-mode processed_logprobs``), so the trainer scores the response with its
+    logits divided by the same temperature: behaviour policy and importance weights agree."""
+
     def __post_init__(self) -> None:
         if not self.prompt_token_ids:
             raise ValueError(
@@ -61,6 +66,8 @@ class Sample:
             )
         if self.hint is not None and self.teacher_prompt_token_ids is None:
             raise ValueError("a sample with a hint needs teacher_prompt_token_ids")
+        if not self.temperature > 0:
+            raise ValueError(f"sampling temperature {self.temperature} is not positive")
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,8 @@ class Batch:
     """1 on the target (response or correction) tokens, 0 on prompt and padding."""
     target_logp_B_T: Tensor
     """Given log-probs of the target tokens (the sampler's), 0 elsewhere."""
+    temperature_B: Tensor
+    """Each row's sampling temperature (1 for rows that were not sampled: corrections)."""
 
     def to(self, device: torch.device | str) -> Batch:
         return Batch(*(tensor.to(device) for tensor in vars(self).values()))
@@ -84,6 +93,7 @@ def collate(
     *,
     pad_id: int = 0,
     target_logprobs: list[list[float]] | None = None,
+    temperatures: list[float] | None = None,
 ) -> Batch:
     """Concatenate each prompt with its target, right-pad with pad_id, mask the target tokens."""
     lengths = [len(prompt) + len(target) for prompt, target in zip(prompts, targets, strict=True)]
@@ -99,7 +109,10 @@ def collate(
         target_mask_B_T[row, start:end] = 1.0
         if target_logprobs is not None:
             target_logp_B_T[row, start:end] = torch.tensor(target_logprobs[row])
-    return Batch(input_ids_B_T, attention_mask_B_T, target_mask_B_T, target_logp_B_T)
+    temperature_B = torch.tensor(
+        temperatures if temperatures is not None else [1.0] * B, dtype=torch.float32
+    )
+    return Batch(input_ids_B_T, attention_mask_B_T, target_mask_B_T, target_logp_B_T, temperature_B)
 
 
 def micro_batches(
@@ -137,12 +150,27 @@ def move_targets(values_B_S: Tensor, from_mask_B_S: Tensor, to_mask_B_T: Tensor)
     return moved_B_T
 
 
-def chat_prompt_ids(tokenizer: Any, messages: list[dict[str, Any]]) -> list[int]:
+def chat_prompt_text(
+    tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> str:
+    """The chat template rendered with the generation prompt (and the tools, as vLLM passes
+    them to the template)."""
+    kwargs = {"tools": tools} if tools else {}
+    return str(
+        tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True, **kwargs
+        )
+    )
+
+
+def chat_prompt_ids(
+    tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> list[int]:
     """The chat template applied with the generation prompt, tokenised as vLLM does it.
 
     vLLM renders the template to text and tokenises it without adding special tokens again.
     """
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    text = chat_prompt_text(tokenizer, messages, tools)
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
@@ -156,6 +184,50 @@ def hinted_messages(messages: list[dict[str, Any]], hint: str) -> list[dict[str,
     raise ValueError("no user message to attach the hint to")
 
 
-def hinted_prompt_ids(tokenizer: Any, messages: list[dict[str, Any]], hint: str) -> list[int]:
-    """The OPD teacher's prompt: the conversation with the hint in the last user message."""
-    return chat_prompt_ids(tokenizer, hinted_messages(messages, hint))
+def hinted_prompt_ids(
+    tokenizer: Any,
+    messages: list[dict[str, Any]],
+    hint: str,
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    served_prompt_ids: list[int] | None = None,
+) -> list[int]:
+    """The OPD teacher's prompt: the student's prompt plus the hint, nothing else.
+
+    The hint goes where the template puts the end of the last user message. With
+    ``served_prompt_ids`` (the prompt serving actually tokenised) everything before that point
+    is taken from the served prompt itself, so whatever the stored messages lack (a system
+    prompt an agent rewrote, a failed answer left out) cannot make the teacher's context
+    differ from the student's: the teacher's text is the served text with the hint inserted.
+    When the served prompt does not end the way the messages render (another template), the
+    rendered hinted messages are the fallback.
+    """
+    plain = chat_prompt_text(tokenizer, messages, tools)
+    hinted = chat_prompt_text(tokenizer, hinted_messages(messages, hint), tools)
+    split = _insertion_point(plain, hinted)
+    if served_prompt_ids is not None and split is not None:
+        served = tokenizer.decode(served_prompt_ids, skip_special_tokens=False)
+        tail = plain[split:]
+        if served.endswith(tail):
+            inserted = hinted[split : split + len(hinted) - len(plain)]
+            text = served[: len(served) - len(tail)] + inserted + tail
+            return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    return list(tokenizer(hinted, add_special_tokens=False)["input_ids"])
+
+
+def _insertion_point(plain: str, hinted: str) -> int | None:
+    """Where ``hinted`` is ``plain`` with one piece of text inserted; None when it is not.
+
+    >>> _insertion_point("<u>hi</u>", "<u>hi [Hint] x</u>")
+    5
+    """
+    extra = len(hinted) - len(plain)
+    if extra <= 0:
+        return None
+    suffix = 0
+    while suffix < len(plain) and plain[-1 - suffix] == hinted[-1 - suffix]:
+        suffix += 1
+    split = len(plain) - suffix
+    if hinted[:split] == plain[:split] and hinted[split + extra :] == plain[split:]:
+        return split
+    return None

@@ -1,12 +1,23 @@
-"""The probe gate: is a candidate adapter still close enough to the base model to publish?
+"""The probe gate: is a candidate adapter broken, or worse than the live version?
+
+It refuses what is broken or worse, never what is merely different: there is no cap on the
+total distance from the base, so a model may become as personal as its users make it.
 
 Two pure halves, kept apart so the criteria can change without touching the measurement:
 
 - ``probe_model`` measures a policy already in memory (the trainer's own, right after its
-  update) on the probe set (see ``trainer.probes``): the candidate's figures with the adapter
-  on, the base's with it off (``adapter_disabled``), so no second copy of the weights is ever
-  loaded. ``probe_metrics`` is the same for a model folder and adapter on disk (one load).
-- ``gate_decision`` compares a candidate's figures with the base's and says pass or fail.
+  update) on the probe set (see ``trainer.probes``) and on held-back feedback: the candidate
+  with its adapter on, the live version with the update's initial LoRA weights swapped back in
+  (``lora_weights``), the base with the adapter off (``adapter_disabled``), so no second copy
+  of the weights is ever loaded. ``probe_metrics`` is the same for a model folder and adapter
+  on disk (one load).
+- ``gate_decision`` compares the figures and says pass or fail, with a reason per failure:
+  - step size: KL(candidate ‖ live) per answer token on the probe prompts;
+  - general quality against the base: perplexity on ordinary text, and no more degenerate
+    answers (``degenerate_kinds``: empty, repeating, cut off, mixing scripts) on the probe
+    prompts than the base gives;
+  - the user's own feedback: on recent judged samples this update did not train on, the
+    candidate must not score worse than the live version (``feedback_delta``).
 
 KL is computed exactly over the vocabulary at each position of the candidate's own greedy
 answers (teacher-forced), so it needs no sampling and is the same on every run.
@@ -15,39 +26,143 @@ answers (teacher-forced), so it needs no sampling and is the same on every run.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from peft import PeftModel
+from torch import Tensor
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from trainer.batch import chat_prompt_ids
-from trainer.policy import adapter_disabled, pick_device
+from trainer.batch import Sample, chat_prompt_ids, collate
+from trainer.policy import adapter_disabled, lora_weights, pick_device, token_logprobs
+
+DEGENERATE_KINDS = ("empty", "repeating", "cut_off", "language_switch")
+REPEAT_MIN_RUNS = 4
+"""An n-gram (n ≤ REPEAT_MAX_N) repeated this many times in a row makes it "repeating"."""
+REPEAT_MAX_N = 6
+"""Loops of up to six tokens ("1.1.1.1…", a short phrase over and over): four of them fit the
+probe's 24-token answers."""
+MIXED_SCRIPT_SHARE = 0.25
+"""An answer whose second script holds this share of its letters is "language_switch"."""
+
+
+def degenerate_kinds(
+    answer: str, answer_ids: Sequence[int], *, ended: bool, max_new_tokens: int
+) -> list[str]:
+    """Which ways a greedy answer is degenerate (a subset of ``DEGENERATE_KINDS``).
+
+    - empty: nothing but whitespace;
+    - repeating: one token n-gram (n ≤ ``REPEAT_MAX_N``) repeated ``REPEAT_MIN_RUNS`` times
+      in a row;
+    - cut_off: it used every token it was allowed without ending (the gate compares the count
+      with the base's, which is cut off by the same limit);
+    - language_switch: its letters mix scripts, the second one at least ``MIXED_SCRIPT_SHARE``
+      of them (a small model sliding into another language mid-answer). An answer wholly in
+      another language is not degenerate: a user may prefer one.
+
+    >>> degenerate_kinds("Hello there.", [1, 2, 3], ended=True, max_new_tokens=24)
+    []
+    >>> degenerate_kinds(" ", [5], ended=True, max_new_tokens=24)
+    ['empty']
+    """
+    kinds = []
+    if not answer.strip():
+        kinds.append("empty")
+    if _longest_repeat(list(answer_ids)) >= REPEAT_MIN_RUNS:
+        kinds.append("repeating")
+    if not ended and len(answer_ids) >= max_new_tokens:
+        kinds.append("cut_off")
+    scripts = Counter(_scripts(answer)).most_common()
+    if len(scripts) > 1 and scripts[1][1] >= MIXED_SCRIPT_SHARE * sum(n for _, n in scripts):
+        kinds.append("language_switch")
+    return kinds
+
+
+def _longest_repeat(ids: list[int], max_n: int = REPEAT_MAX_N) -> int:
+    """The most times any n-gram (n ≤ max_n) follows itself in a row.
+
+    >>> _longest_repeat([1, 2, 1, 2, 1, 2, 3])
+    3
+    """
+    best = 1 if ids else 0
+    for n in range(1, max_n + 1):
+        for start in range(len(ids) - n):
+            runs = 1
+            while ids[start + runs * n : start + (runs + 1) * n] == ids[start : start + n]:
+                runs += 1
+            best = max(best, runs)
+    return best
+
+
+def _scripts(text: str) -> list[str]:
+    """The script of each letter ("LATIN", "CYRILLIC", "CJK", ...), from its Unicode name;
+    Japanese kana count as CJK, since Japanese writes them with kanji."""
+    scripts = []
+    for char in text:
+        if char.isalpha():
+            script = unicodedata.name(char, "UNKNOWN").split(" ")[0]
+            scripts.append("CJK" if script in ("HIRAGANA", "KATAKANA") else script)
+    return scripts
+
+
+def feedback_target(sample: Sample) -> tuple[list[int], float] | None:
+    """What a held-back sample says the model should do: (target tokens, sign), or None.
+
+    A correction is the answer wanted (+1); a liked answer should become more likely (+1), a
+    disliked one less likely (−1). A sample with no sign (a hint alone, reward 0) says nothing.
+    """
+    if sample.correction_token_ids:
+        return list(sample.correction_token_ids), 1.0
+    if sample.reward and sample.response_token_ids:
+        return list(sample.response_token_ids), 1.0 if sample.reward > 0 else -1.0
+    return None
+
+
+def _mean_logprob(model: torch.nn.Module, prompt: list[int], target: list[int]) -> float:
+    batch = collate([prompt], [target]).to(next(model.parameters()).device)
+    logp_1_T = token_logprobs(
+        model, batch.input_ids_B_T, batch.attention_mask_B_T, batch.target_mask_B_T
+    )
+    return float(logp_1_T.sum()) / len(target)
+
+
+def _feedback_figures(
+    model: torch.nn.Module,
+    holdout: Sequence[Sample],
+    live: Callable[[], AbstractContextManager[Any]],
+) -> dict[str, float]:
+    """Mean over signed held-back samples of sign × (candidate − live) mean log-prob per token."""
+    deltas = []
+    for sample in holdout:
+        target = feedback_target(sample)
+        if target is None:
+            continue
+        ids, sign = target
+        candidate = _mean_logprob(model, sample.prompt_token_ids, ids)
+        with live():
+            before = _mean_logprob(model, sample.prompt_token_ids, ids)
+        deltas.append(sign * (candidate - before))
+    return {
+        "feedback_delta": sum(deltas) / len(deltas) if deltas else 0.0,
+        "feedback_samples": float(len(deltas)),
+    }
 
 
 @torch.no_grad()
-def probe_model(
-    model: torch.nn.Module,
-    tokenizer: Any,
-    probe_prompts: Sequence[str],
-    probe_text: str,
-    *,
-    max_new_tokens: int = 24,
-) -> tuple[dict[str, float], dict[str, float]]:
-    """(candidate figures, base figures) of an in-memory policy; the base is its adapter off.
-
-    Candidate: {"probe_kl": mean KL(policy ‖ base) per answer token, "probe_ppl": perplexity
-    on the text, "probe_kl_tokens"}; base: the same with probe_kl 0. The model is left in eval
-    mode; a caller that trains it again calls ``model.train()`` as the update does.
-    """
+def _greedy_answers(
+    model: torch.nn.Module, tokenizer: Any, prompts: Sequence[str], max_new_tokens: int
+) -> list[tuple[Tensor, int, list[str]]]:
+    """(prompt + answer ids (1, T), prompt length, degenerate kinds) per probe prompt."""
     dev = next(model.parameters()).device
-    model.eval()
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    kl_sum, kl_tokens = 0.0, 0
-    for prompt in probe_prompts:
+    answers = []
+    for prompt in prompts:
         ids = chat_prompt_ids(tokenizer, [{"role": "user", "content": prompt}])
         prompt_1_P = torch.tensor([ids], device=dev)
         sequence_1_T = model.generate(
@@ -58,28 +173,98 @@ def probe_model(
             pad_token_id=pad_id,
             use_cache=True,  # the trainer turns the cache off for training, not for generating
         )
-        answer_positions = slice(len(ids) - 1, sequence_1_T.shape[1] - 1)
-        if sequence_1_T.shape[1] == len(ids):
+        answer_ids = sequence_1_T[0, len(ids) :].tolist()
+        ended = tokenizer.eos_token_id is not None and tokenizer.eos_token_id in answer_ids
+        if ended:
+            answer_ids = answer_ids[: answer_ids.index(tokenizer.eos_token_id)]
+        text = tokenizer.decode(answer_ids, skip_special_tokens=True)
+        kinds = degenerate_kinds(text, answer_ids, ended=ended, max_new_tokens=max_new_tokens)
+        answers.append((sequence_1_T, len(ids), kinds))
+    return answers
+
+
+def _degenerate_counts(answers: list[tuple[Tensor, int, list[str]]]) -> dict[str, float]:
+    counts = Counter(kind for _, _, kinds in answers for kind in kinds)
+    return {f"degenerate_{kind}": float(counts[kind]) for kind in DEGENERATE_KINDS}
+
+
+def _kl_per_token(
+    model: torch.nn.Module,
+    answers: list[tuple[Tensor, int, list[str]]],
+    reference: Callable[[], AbstractContextManager[Any]],
+) -> tuple[float, int]:
+    """Mean KL(model ‖ reference) per answer token on the model's own greedy answers."""
+    kl_sum, kl_tokens = 0.0, 0
+    for sequence_1_T, prompt_length, _ in answers:
+        if sequence_1_T.shape[1] == prompt_length:
             continue
-        policy_logp = F.log_softmax(model(sequence_1_T).logits[0, answer_positions].float(), -1)
-        with adapter_disabled(model):
-            base_logp = F.log_softmax(model(sequence_1_T).logits[0, answer_positions].float(), -1)
-        kl_N = (policy_logp.exp() * (policy_logp - base_logp)).sum(-1)
+        positions = slice(prompt_length - 1, sequence_1_T.shape[1] - 1)
+        policy_logp = F.log_softmax(model(sequence_1_T).logits[0, positions].float(), -1)
+        with reference():
+            ref_logp = F.log_softmax(model(sequence_1_T).logits[0, positions].float(), -1)
+        kl_N = (policy_logp.exp() * (policy_logp - ref_logp)).sum(-1)
         kl_sum += float(kl_N.sum())
         kl_tokens += kl_N.shape[0]
+    return kl_sum / max(kl_tokens, 1), kl_tokens
+
+
+@torch.no_grad()
+def probe_model(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    probe_prompts: Sequence[str],
+    probe_text: str,
+    *,
+    max_new_tokens: int = 24,
+    live_weights: dict[str, Tensor] | None = None,
+    holdout: Sequence[Sample] = (),
+) -> tuple[dict[str, float], dict[str, float]]:
+    """(candidate figures, base figures) of an in-memory policy.
+
+    ``live_weights``: the LoRA weights of the live version (``lora_snapshot`` before the
+    update); None means the live version is the base (the first update). ``holdout``: held-back
+    judged samples this update did not train on.
+
+    Candidate: {"probe_kl": KL(candidate ‖ live) per answer token, "probe_kl_base": KL to the
+    base (reported, never gated), "probe_ppl", "probe_kl_tokens", "degenerate_<kind>" counts,
+    "feedback_delta", "feedback_samples"}; base: its perplexity and degenerate counts. The
+    model is left in eval mode; a caller that trains it again calls ``model.train()``.
+    """
+    model.eval()
+
+    def base() -> AbstractContextManager[Any]:
+        return adapter_disabled(model)
+
+    def live() -> AbstractContextManager[Any]:
+        return lora_weights(model, live_weights) if live_weights is not None else base()
+
+    answers = _greedy_answers(model, tokenizer, probe_prompts, max_new_tokens)
+    with base():
+        base_answers = _greedy_answers(model, tokenizer, probe_prompts, max_new_tokens)
+    step_kl, kl_tokens = _kl_per_token(model, answers, live)
+    base_kl, _ = _kl_per_token(model, answers, base)
+    dev = next(model.parameters()).device
     text_1_T = torch.tensor(
         [tokenizer(probe_text, add_special_tokens=False)["input_ids"]], device=dev
     )
     candidate_ppl = _perplexity(model, text_1_T)
-    with adapter_disabled(model):
+    with base():
         base_ppl = _perplexity(model, text_1_T)
     candidate = {
-        "probe_kl": kl_sum / max(kl_tokens, 1),
+        "probe_kl": step_kl,
+        "probe_kl_base": base_kl,
         "probe_ppl": candidate_ppl,
         "probe_kl_tokens": float(kl_tokens),
+        **_degenerate_counts(answers),
+        **_feedback_figures(model, holdout, live),
     }
-    base = {"probe_kl": 0.0, "probe_ppl": base_ppl, "probe_kl_tokens": float(kl_tokens)}
-    return candidate, base
+    base_figures = {
+        "probe_kl": 0.0,
+        "probe_ppl": base_ppl,
+        "probe_kl_tokens": float(kl_tokens),
+        **_degenerate_counts(base_answers),
+    }
+    return candidate, base_figures
 
 
 def _perplexity(model: torch.nn.Module, text_1_T: torch.Tensor) -> float:
@@ -98,7 +283,8 @@ def probe_metrics(
 ) -> dict[str, float]:
     """``probe_model``'s candidate figures for a model folder and adapter on disk (one load).
 
-    Without an adapter the policy is the base, so probe_kl is 0 and probe_ppl is the baseline.
+    The live version is taken to be the base here, so probe_kl is the KL to the base; without
+    an adapter the policy is the base, so probe_kl is 0 and probe_ppl is the baseline.
     """
     dev = pick_device(device)
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
@@ -116,8 +302,18 @@ def gate_decision(
     base_metrics: dict[str, float],
     max_kl: float,
     max_ppl_ratio: float,
+    *,
+    max_feedback_drop: float = 0.0,
+    max_degenerate_extra: int = 0,
 ) -> tuple[bool, list[str]]:
-    """Pass when KL to base ≤ max_kl and ppl ≤ max_ppl_ratio · base ppl; reasons name each failure.
+    """Pass unless the candidate is broken or worse; the reasons name each failure.
+
+    - ``probe_kl`` (KL to the live version: this update's step) ≤ max_kl;
+    - ``probe_ppl`` ≤ max_ppl_ratio · the base's;
+    - for each degenerate kind, at most ``max_degenerate_extra`` more degenerate probe answers
+      than the base gives;
+    - with held-back feedback, ``feedback_delta`` ≥ −max_feedback_drop (nats per token).
+    Missing degenerate or feedback figures (an older record) are not failures.
 
     >>> gate_decision({"probe_kl": 0.01, "probe_ppl": 11.0}, {"probe_ppl": 10.0}, 0.1, 1.2)
     (True, [])
@@ -125,9 +321,23 @@ def gate_decision(
     reasons = []
     kl, ppl, base_ppl = metrics["probe_kl"], metrics["probe_ppl"], base_metrics["probe_ppl"]
     if not math.isfinite(kl) or kl > max_kl:
-        reasons.append(f"probe KL to base {kl:.4g} exceeds {max_kl:.4g}")
+        reasons.append(f"probe KL to the live version {kl:.4g} exceeds {max_kl:.4g}")
     if not math.isfinite(ppl) or ppl > max_ppl_ratio * base_ppl:
         reasons.append(
             f"probe perplexity {ppl:.4g} exceeds {max_ppl_ratio:.3g} × base {base_ppl:.4g}"
         )
+    for kind in DEGENERATE_KINDS:
+        key = f"degenerate_{kind}"
+        count, base_count = metrics.get(key, 0.0), base_metrics.get(key, 0.0)
+        if count > base_count + max_degenerate_extra:
+            reasons.append(
+                f"{count:.0f} {kind.replace('_', ' ')} probe answers (base: {base_count:.0f})"
+            )
+    if metrics.get("feedback_samples", 0.0) > 0:
+        delta = metrics.get("feedback_delta", math.nan)
+        if not math.isfinite(delta) or delta < -max_feedback_drop:
+            reasons.append(
+                f"held-back feedback scores {delta:.4g} nats/token worse than the live version "
+                f"(allowed: {max_feedback_drop:.3g})"
+            )
     return not reasons, reasons

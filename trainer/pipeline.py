@@ -2,7 +2,9 @@
 
 ``train_and_probe`` runs the update (``trainer.update.run_update`` in this process, or
 ``trainer.distributed.run_update_launched`` on several) and then the probe gate's measurement
-on the model it has in memory: the candidate with its adapter on, the base with it off. The
+on the model it has in memory: the candidate with its adapter on, the live version with the
+update's initial LoRA weights (a copy kept before training) swapped back in, the base with the
+adapter off. The
 model is loaded once per update (once more after a launched update, whose ranks are other
 processes), never once per probe. Deciding pass or fail stays with the caller
 (``trainer.gate.gate_decision``), so the criteria can change without touching this.
@@ -16,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from peft import set_peft_model_state_dict
+from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
 from trainer.batch import Sample
@@ -23,7 +27,7 @@ from trainer.config import UpdateConfig
 from trainer.distributed import Launcher, run_update_launched
 from trainer.gate import probe_model
 from trainer.memory import gpu_budget
-from trainer.policy import load_policy, pick_device, release_memory
+from trainer.policy import load_policy, lora_snapshot, pick_device, release_memory
 from trainer.probes import PROBE_PROMPTS, PROBE_TEXT
 from trainer.update import run_update
 
@@ -41,10 +45,13 @@ def train_and_probe(
     probe_prompts: Sequence[str] = PROBE_PROMPTS,
     probe_text: str = PROBE_TEXT,
     max_new_tokens: int = 24,
+    holdout: Sequence[Sample] = (),
 ) -> Iterator[dict[str, Any]]:
     """Yield each step's metrics, then the summary (``"done": True``) with two more keys:
-    ``"probe"`` (the candidate's probe figures) and ``"base_probe"`` (the base's, measured on
-    the same weights in the same precision), plus ``"gate_seconds"``."""
+    ``"probe"`` (the candidate's probe figures, ``trainer.gate.probe_model``) and
+    ``"base_probe"`` (the base's, measured on the same weights in the same precision), plus
+    ``"gate_seconds"``. ``holdout``: judged samples not trained here, which the candidate must
+    not score worse on than the live version."""
     dev = pick_device(device)
     summary: dict[str, Any] = {}
     if processes > 1:
@@ -62,13 +69,17 @@ def train_and_probe(
             else:
                 yield metrics
         gpu_budget(base_model_dir, config, dev)
-        model = load_policy(base_model_dir, config, init_adapter_dir=out_adapter_dir, device=dev)
+        model = load_policy(base_model_dir, config, init_adapter_dir=init_adapter_dir, device=dev)
+        live_weights = lora_snapshot(model)
+        candidate_state = load_file(str(Path(out_adapter_dir) / "adapter_model.safetensors"))
+        set_peft_model_state_dict(model, candidate_state)
     else:
         longest = max(
             (len(s.prompt_token_ids) + len(s.response_token_ids) for s in samples), default=0
         )
         budget = gpu_budget(base_model_dir, config, dev, longest_sequence=longest)
         model = load_policy(base_model_dir, config, init_adapter_dir=init_adapter_dir, device=dev)
+        live_weights = lora_snapshot(model)
         for metrics in run_update(
             config,
             samples,
@@ -86,9 +97,15 @@ def train_and_probe(
     started = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(str(base_model_dir))
     candidate, base = probe_model(
-        model, tokenizer, probe_prompts, probe_text, max_new_tokens=max_new_tokens
+        model,
+        tokenizer,
+        probe_prompts,
+        probe_text,
+        max_new_tokens=max_new_tokens,
+        live_weights=live_weights,
+        holdout=holdout,
     )
-    del model
+    del model, live_weights
     release_memory(dev)
     yield {
         **summary,

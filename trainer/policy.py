@@ -172,6 +172,34 @@ def adapter_disabled(model: torch.nn.Module) -> Iterator[None]:
         yield
 
 
+def lora_snapshot(model: torch.nn.Module) -> dict[str, Tensor]:
+    """A copy of the trainable (LoRA) weights: the live version, kept before an update."""
+    return {
+        name: param.detach().clone()
+        for name, param in model.named_parameters()
+        if param.requires_grad
+    }
+
+
+@contextlib.contextmanager
+def lora_weights(model: torch.nn.Module, weights: dict[str, Tensor]) -> Iterator[None]:
+    """Within the block the LoRA weights are ``weights`` (a ``lora_snapshot``); restored after.
+
+    How the gate measures the live version on the same model in memory, without a reload.
+    """
+    params = dict(model.named_parameters())
+    saved = {name: params[name].detach().clone() for name in weights}
+    with torch.no_grad():
+        for name, value in weights.items():
+            params[name].copy_(value)
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for name, value in saved.items():
+                params[name].copy_(value)
+
+
 def _causal_lm(model: torch.nn.Module) -> PreTrainedModel:
     return model.get_base_model() if isinstance(model, PeftModel) else model
 
@@ -181,8 +209,12 @@ def token_logprobs(
     input_ids_B_T: Tensor,
     attention_mask_B_T: Tensor,
     response_mask_B_T: Tensor,
+    temperature_B: Tensor | None = None,
 ) -> Tensor:
     """log p(token_t | tokens_<t) for every masked token of the given ids, 0 elsewhere: (B, T).
+
+    ``temperature_B``: each row's logits are divided by it first (the distribution the row was
+    sampled from at that temperature); None is temperature 1.
 
     The logits at position t − 1 score the token at t (the usual shift by one). Only the
     masked positions go through the vocabulary projection and log-softmax: the prompt's logits
@@ -203,15 +235,21 @@ def token_logprobs(
     ).last_hidden_state
     hidden_N_H = hidden_B_T_H[predict_mask_B_T]
     targets_N = input_ids_B_T[target_mask_B_T]
+    if temperature_B is None:
+        temperature_B = torch.ones(input_ids_B_T.shape[0], device=input_ids_B_T.device)
+    temperature_N = temperature_B.to(hidden_N_H.device)[:, None].expand(target_mask_B_T.shape)[
+        target_mask_B_T
+    ]
     head = lm.get_output_embeddings()
     if hidden_N_H.shape[0] <= LOGIT_CHUNK_TOKENS or not torch.is_grad_enabled():
-        logp_N = _selected_logprobs(head, hidden_N_H, targets_N)
+        logp_N = _selected_logprobs(head, hidden_N_H, targets_N, temperature_N)
     else:
         chunks = [
-            checkpoint(_selected_logprobs, head, hidden, targets, use_reentrant=False)
-            for hidden, targets in zip(
+            checkpoint(_selected_logprobs, head, hidden, targets, temps, use_reentrant=False)
+            for hidden, targets, temps in zip(
                 hidden_N_H.split(LOGIT_CHUNK_TOKENS),
                 targets_N.split(LOGIT_CHUNK_TOKENS),
+                temperature_N.split(LOGIT_CHUNK_TOKENS),
                 strict=True,
             )
         ]
@@ -220,9 +258,11 @@ def token_logprobs(
     return logp_B_T.masked_scatter(target_mask_B_T, logp_N)
 
 
-def _selected_logprobs(head: torch.nn.Module, hidden_N_H: Tensor, targets_N: Tensor) -> Tensor:
-    """log_softmax(head(hidden))[target] without keeping the normalised (N, V) tensor."""
-    logits_N_V = head(hidden_N_H).float()
+def _selected_logprobs(
+    head: torch.nn.Module, hidden_N_H: Tensor, targets_N: Tensor, temperature_N: Tensor
+) -> Tensor:
+    """log_softmax(head(hidden) / T)[target] without keeping the normalised (N, V) tensor."""
+    logits_N_V = head(hidden_N_H).float() / temperature_N[:, None]
     picked_N = logits_N_V.gather(-1, targets_N.unsqueeze(-1)).squeeze(-1)
     return picked_N - torch.logsumexp(logits_N_V, dim=-1)
 

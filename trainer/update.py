@@ -61,6 +61,9 @@ from trainer.policy import (
     trainable_parameters,
 )
 
+OPTIMIZER_STATE_FILE = "optimizer.pt"
+"""AdamW's state, saved next to the adapter (vLLM ignores files it does not know)."""
+
 
 @dataclass(frozen=True)
 class World:
@@ -168,6 +171,7 @@ def run_update(
     ]
     params = trainable_parameters(model)
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=0.0)
+    optimizer_continued = optimizer_state_load(optimizer, init_adapter_dir, lr=config.lr)
     setup_seconds = time.perf_counter() - started
     gap: dict[str, float] = {}
     metrics: dict[str, Any] = {}
@@ -227,6 +231,8 @@ def run_update(
 
     if world.rank == 0:
         save_adapter(model, out_adapter_dir)
+        torch.save(optimizer.state_dict(), Path(out_adapter_dir) / OPTIMIZER_STATE_FILE)
+    optimizer_steps = _optimizer_steps(optimizer)
     metrics_peak = peak_memory(dev)
     # Drop the optimizer state, activations and cached blocks now, not when the worker exits:
     # an idle worker holding its peak starves vLLM of KV cache on a shared GPU.
@@ -248,9 +254,46 @@ def run_update(
         "seconds": time.perf_counter() - started,
         "micro_batches": len(pg_micro) + len(sft_micro),
         "memory_budget": budget.as_dict() if budget is not None else None,
+        "sampling_temperatures": sorted({s.temperature for s in samples}),
+        "optimizer_state": "continued" if optimizer_continued else "new",
+        "optimizer_steps": optimizer_steps,
         **gap,
         **metrics_peak,
     }
+
+
+def optimizer_state_load(
+    optimizer: torch.optim.Optimizer, adapter_dir: str | Path | None, *, lr: float
+) -> bool:
+    """Continue the AdamW moments saved next to the adapter this update starts from.
+
+    A new AdamW on every update makes each step's size almost independent of the signal (its
+    first step is ±lr on every weight, whatever the gradient's size); along one lineage of
+    adapters the moments carry over, so steps scale with how consistent the signal has been.
+    The learning rate is this update's (a refused update's samples come back with a smaller
+    one). False when there is nothing to continue: a new adapter, an adapter saved before
+    this existed, or a state that does not fit (another rank or targets).
+    """
+    if adapter_dir is None:
+        return False
+    path = Path(adapter_dir) / OPTIMIZER_STATE_FILE
+    if not path.is_file():
+        return False
+    device = optimizer.param_groups[0]["params"][0].device
+    state = torch.load(path, map_location=device, weights_only=True)
+    try:
+        optimizer.load_state_dict(state)
+    except (ValueError, KeyError):
+        return False
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    return True
+
+
+def _optimizer_steps(optimizer: torch.optim.Optimizer) -> int:
+    """AdamW steps taken along this lineage (its bias correction counter)."""
+    steps = [float(s["step"]) for s in optimizer.state.values() if "step" in s]
+    return int(max(steps, default=0))
 
 
 def _length(sample: Sample, *, correction: bool = False) -> int:
@@ -285,6 +328,7 @@ def _prepare_chunk(
         [s.response_token_ids for s in samples],
         pad_id=pad_id,
         target_logprobs=[s.sampler_logprobs for s in samples],
+        temperatures=[s.temperature for s in samples],
     ).to(device)
     uses_rl_B = torch.tensor([use_rl and s.reward is not None for s in samples], device=device)
     uses_opd_B = torch.tensor([use_opd and s.hint is not None for s in samples], device=device)
@@ -295,13 +339,18 @@ def _prepare_chunk(
             [list(s.teacher_prompt_token_ids or []) for s in hinted],
             [s.response_token_ids for s in hinted],
             pad_id=pad_id,
+            temperatures=[s.temperature for s in hinted],
         ).to(device)
         teacher_off = (
             adapter_disabled(model) if config.teacher == "base" else contextlib.nullcontext()
         )
         with teacher_off:
             logp_H_S = token_logprobs(
-                model, teacher.input_ids_B_T, teacher.attention_mask_B_T, teacher.target_mask_B_T
+                model,
+                teacher.input_ids_B_T,
+                teacher.attention_mask_B_T,
+                teacher.target_mask_B_T,
+                teacher.temperature_B,
             )
         student_mask_H_T = batch.target_mask_B_T[uses_opd_B]
         teacher_logp_B_T[uses_opd_B] = move_targets(
@@ -325,7 +374,9 @@ def _policy_gradient_terms(
     """(PPO-clip loss, k3 KL to base, clip fraction) of one micro-batch; fills step-0 state."""
     batch = chunk.batch
     mask_B_T = batch.target_mask_B_T
-    logp_B_T = token_logprobs(model, batch.input_ids_B_T, batch.attention_mask_B_T, mask_B_T)
+    logp_B_T = token_logprobs(
+        model, batch.input_ids_B_T, batch.attention_mask_B_T, mask_B_T, batch.temperature_B
+    )
     if chunk.trainer_old_logp_B_T is None:
         chunk.trainer_old_logp_B_T = logp_B_T.detach()
     trainer_old_B_T = chunk.trainer_old_logp_B_T
@@ -362,7 +413,11 @@ def _policy_gradient_terms(
 def _score(model: torch.nn.Module, batch: Batch) -> Tensor:
     with torch.no_grad():
         return token_logprobs(
-            model, batch.input_ids_B_T, batch.attention_mask_B_T, batch.target_mask_B_T
+            model,
+            batch.input_ids_B_T,
+            batch.attention_mask_B_T,
+            batch.target_mask_B_T,
+            batch.temperature_B,
         )
 
 

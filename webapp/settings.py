@@ -241,9 +241,22 @@ TRAIN_LR = env_float("PARLEY_TRAIN_LR", 0.0) or None
 TRAIN_STEPS = env_int("PARLEY_TRAIN_STEPS", 0) or None
 # More than 1: each update runs as that many processes, one per GPU (accelerate launch).
 TRAIN_PROCESSES = env_int("PARLEY_TRAIN_PROCESSES", 1)
-# The probe gate: a candidate drifting further than this from the base is not published.
+# The probe gate refuses a candidate that is broken or worse, never one that is different:
+# KL(candidate ‖ live) per probe answer token (one update's step; no cap on total distance),
 GATE_MAX_KL = env_float("PARLEY_GATE_MAX_KL", 0.5)
+# perplexity on general text against the base model,
 GATE_MAX_PPL_RATIO = env_float("PARLEY_GATE_MAX_PPL_RATIO", 1.15)
+# no more degenerate probe answers (empty, repeating, cut off, mixed scripts) of a kind than the
+# base gives, plus this many,
+GATE_MAX_DEGENERATE_EXTRA = env_int("PARLEY_GATE_MAX_DEGENERATE_EXTRA", 0)
+# and on this many recent judged samples held back from the update, how much worse (nats per
+# token, signed by the feedback) the candidate may score than the live version.
+GATE_HOLDOUT_SAMPLES = env_int("PARLEY_GATE_HOLDOUT_SAMPLES", 8)
+GATE_MAX_FEEDBACK_DROP = env_float("PARLEY_GATE_MAX_FEEDBACK_DROP", 0.05)
+# A refused update gives its samples back; each is retried with the learning rate times this
+# factor per refusal, and excluded (with the reason) after this many refusals.
+TRAIN_REFUSAL_LR_FACTOR = env_float("PARLEY_TRAIN_REFUSAL_LR_FACTOR", 0.5)
+TRAIN_MAX_REFUSALS = env_int("PARLEY_TRAIN_MAX_REFUSALS", 3)
 
 # --- Web ------------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"

@@ -41,3 +41,14 @@ def test_serving_and_training_hold_the_weights_in_the_same_precision(cuda: bool)
         return
     trainer = str(resolve_base_dtype(UpdateConfig(), device)).removeprefix("torch.")
     assert serving_dtype("auto", cuda=cuda) == trainer
+
+
+@pytest.mark.django_db
+def test_both_vllm_commands_report_log_probs_at_the_sampling_temperature() -> None:
+    """The trainer scores each answer at its sampling temperature (trainer.batch.Sample), so
+    vLLM must report the processed log-probs, not the raw ones (its default)."""
+    from pathlib import Path
+
+    assert _flag(vllm_command()[0], "--logprobs-mode") == "processed_logprobs"
+    compose = (Path(__file__).parents[2] / "docker" / "compose.yaml").read_text()
+    assert "--logprobs-mode=processed_logprobs" in compose

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import AutoTokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from trainer.batch import (
     HINT_PREFIX,
@@ -99,3 +99,21 @@ def test_config_from_dict_ignores_unknown_keys_and_round_trips() -> None:
 def test_config_refuses_modules_vllm_cannot_serve() -> None:
     with pytest.raises(ValueError, match="lm_head"):
         UpdateConfig(target_modules=("q_proj", "lm_head"))
+
+
+def test_token_logprobs_at_a_temperature_are_the_scaled_distributions(
+    tiny_model_dir: Path,
+) -> None:
+    """What vLLM's processed log-probs are at temperature T: log_softmax(logits / T)."""
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+    ids = torch.tensor([[5, 9, 12, 40, 41, 42], [7, 8, 9, 10, 11, 12]])
+    mask = torch.tensor([[0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1, 1]], dtype=torch.float32)
+    temperature = torch.tensor([0.7, 1.0])
+    with torch.no_grad():
+        ours = token_logprobs(model, ids, torch.ones_like(ids), mask, temperature)
+        logits = model(ids).logits[:, :-1] / temperature[:, None, None]
+        full = torch.log_softmax(logits, -1).gather(-1, ids[:, 1:, None])[..., 0]
+        plain = token_logprobs(model, ids, torch.ones_like(ids), mask)
+    assert torch.allclose(ours[:, 1:][mask[:, 1:].bool()], full[mask[:, 1:].bool()], atol=1e-5)
+    assert not torch.allclose(ours[0], plain[0])  # 0.7 is not 1
+    assert torch.allclose(ours[1], plain[1])

@@ -6,12 +6,14 @@ import math
 from pathlib import Path
 
 import pytest
+from transformers import AutoTokenizer
 
-from trainer.batch import Sample
+from trainer.batch import Sample, chat_prompt_ids
 from trainer.config import UpdateConfig
-from trainer.gate import gate_decision, probe_metrics
+from trainer.gate import degenerate_kinds, feedback_target, gate_decision, probe_metrics
+from trainer.pipeline import train_and_probe
 from trainer.probes import PROBE_PROMPTS, PROBE_TEXT
-from trainer.update import run_update
+from trainer.update import OPTIMIZER_STATE_FILE, run_update
 
 BASE = {"probe_kl": 0.0, "probe_ppl": 20.0}
 
@@ -78,3 +80,138 @@ def test_probe_kl_is_zero_for_the_base_and_positive_after_training(
     assert candidate["probe_ppl"] != base["probe_ppl"]
     assert gate_decision(candidate, base, max_kl=1e9, max_ppl_ratio=1e9) == (True, [])
     assert not gate_decision(candidate, base, max_kl=0.0, max_ppl_ratio=1e9)[0]
+
+
+# --- degenerate answers, held-back feedback, the step to the live version -----------------
+
+
+def test_a_plain_answer_is_not_degenerate() -> None:
+    kinds = degenerate_kinds(
+        "Put it in boiling water.", [1, 2, 3, 4], ended=True, max_new_tokens=24
+    )
+    assert kinds == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "ids", "ended", "kind"),
+    [
+        ("", [], True, "empty"),
+        ("  \n", [7, 8], True, "empty"),
+        ("no no no no", [5, 5, 5, 5], True, "repeating"),
+        ("ab ab ab ab", [1, 2, 1, 2, 1, 2, 1, 2], True, "repeating"),
+        ("Boil an egg: Boil an egg: …", [7, 8, 9, 10, 11, 12] * 4, False, "repeating"),
+        ("It is a long answer that", list(range(24)), False, "cut_off"),
+        ("Boil the egg, затем остудите его в воде", [1, 2, 3], True, "language_switch"),
+        ("Boil it 水を沸かして卵を入れる", [1, 2, 3], True, "language_switch"),
+    ],
+)
+def test_each_kind_of_degenerate_answer_is_measured(
+    answer: str, ids: list[int], ended: bool, kind: str
+) -> None:
+    assert kind in degenerate_kinds(answer, ids, ended=ended, max_new_tokens=24)
+
+
+def test_what_is_not_degenerate() -> None:
+    # Ended, or stopped short of the limit: not cut off.
+    assert degenerate_kinds("Hello", list(range(24)), ended=True, max_new_tokens=24) == []
+    assert degenerate_kinds("Hello", [1, 2], ended=False, max_new_tokens=24) == []
+    # A few foreign words in an English answer are not a switch of language.
+    mostly_english = "Thanks, or merci, or спасибо to you all, friends"
+    assert degenerate_kinds(mostly_english, [1], ended=True, max_new_tokens=24) == []
+    # Nor is an answer wholly in another language (a user may want one), Japanese included.
+    for other in ("Это ответ на другом языке", "水を沸かして卵を入れる"):
+        assert degenerate_kinds(other, [1, 2, 3], ended=True, max_new_tokens=24) == []
+
+
+def test_more_degenerate_answers_than_the_base_fail_the_gate() -> None:
+    base = {**BASE, "degenerate_repeating": 1.0, "degenerate_empty": 0.0}
+    passed, reasons = gate_decision(
+        {"probe_kl": 0.0, "probe_ppl": 20.0, "degenerate_repeating": 3.0}, base, 0.1, 1.2
+    )
+    assert not passed and reasons == ["3 repeating probe answers (base: 1)"]
+    as_many = {"probe_kl": 0.0, "probe_ppl": 20.0, "degenerate_repeating": 1.0}
+    assert gate_decision(as_many, base, 0.1, 1.2) == (True, [])
+    one_more = {**as_many, "degenerate_repeating": 2.0}
+    assert not gate_decision(one_more, base, 0.1, 1.2)[0]
+    assert gate_decision(one_more, base, 0.1, 1.2, max_degenerate_extra=1)[0]
+
+
+def test_scoring_worse_than_live_on_held_back_feedback_fails_the_gate() -> None:
+    worse = {"probe_kl": 0.0, "probe_ppl": 20.0, "feedback_delta": -0.2, "feedback_samples": 4}
+    passed, reasons = gate_decision(worse, BASE, 0.1, 1.2, max_feedback_drop=0.05)
+    assert not passed and "held-back feedback" in reasons[0]
+    within = {**worse, "feedback_delta": -0.04}
+    assert gate_decision(within, BASE, 0.1, 1.2, max_feedback_drop=0.05)[0]
+    nothing_held_back = {**worse, "feedback_samples": 0}
+    assert gate_decision(nothing_held_back, BASE, 0.1, 1.2)[0]
+    assert not gate_decision({**worse, "feedback_delta": math.nan}, BASE, 0.1, 1.2)[0]
+
+
+def test_what_held_back_feedback_asks_for() -> None:
+    liked = Sample([1], [5, 6], [-1.0, -1.0], reward=1.0)
+    disliked = Sample([1], [5, 6], [-1.0, -1.0], reward=-1.0)
+    corrected = Sample([1], [5, 6], [-1.0, -1.0], reward=-1.0, correction_token_ids=[9])
+    hint_only = Sample([1], [5, 6], [-1.0, -1.0], hint="x", teacher_prompt_token_ids=[1, 2])
+    assert feedback_target(liked) == ([5, 6], 1.0)
+    assert feedback_target(disliked) == ([5, 6], -1.0)
+    assert feedback_target(corrected) == ([9], 1.0)
+    assert feedback_target(hint_only) is None
+
+
+def _chat_sample(tokenizer, question: str, correction: str) -> Sample:
+    prompt = chat_prompt_ids(tokenizer, [{"role": "user", "content": question}])
+    response = tokenizer("meh", add_special_tokens=False)["input_ids"]
+    wanted = tokenizer(correction, add_special_tokens=False)["input_ids"]
+    return Sample(
+        prompt,
+        response,
+        [-5.0] * len(response),
+        reward=1.0,
+        correction_token_ids=[*wanted, tokenizer.eos_token_id],
+    )
+
+
+ALL_MODULES = ("q_proj", "v_proj", "o_proj", "up_proj", "down_proj")
+
+
+def _update(tiny_model_dir: Path, out: Path, lr: float, init: Path | None = None) -> dict:
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    train = [_chat_sample(tokenizer, f"question {i}?", "Sure! ok") for i in range(4)]
+    held_back = [_chat_sample(tokenizer, f"other {i}?", "Sure! fine") for i in range(3)]
+    *_, summary = train_and_probe(
+        UpdateConfig(lr=lr, target_modules=ALL_MODULES),
+        train,
+        base_model_dir=tiny_model_dir,
+        init_adapter_dir=init,
+        out_adapter_dir=out,
+        probe_prompts=PROBE_PROMPTS[:2],
+        max_new_tokens=8,
+        holdout=held_back,
+    )
+    return summary
+
+
+def test_a_broken_update_is_refused_and_a_small_useful_one_passes(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    defaults = {"max_kl": 0.5, "max_ppl_ratio": 1.15, "max_feedback_drop": 0.05}
+    useful = _update(tiny_model_dir, tmp_path / "useful", lr=1e-3)
+    assert useful["probe"]["feedback_samples"] == 3 and useful["probe"]["feedback_delta"] > 0
+    assert gate_decision(useful["probe"], useful["base_probe"], **defaults) == (True, [])
+    broken = _update(tiny_model_dir, tmp_path / "broken", lr=1.0)
+    passed, reasons = gate_decision(broken["probe"], broken["base_probe"], **defaults)
+    assert not passed and reasons
+
+
+def test_the_step_is_measured_from_the_live_version_not_the_base(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    first = _update(tiny_model_dir, tmp_path / "v1", lr=5e-2)
+    assert first["optimizer_state"] == "new" and first["optimizer_steps"] == 2
+    # From v1, an update that does not move (lr 0): no step, yet far from the base.
+    second = _update(tiny_model_dir, tmp_path / "v2", lr=0.0, init=tmp_path / "v1")
+    assert second["probe"]["probe_kl"] < 1e-6 < second["probe"]["probe_kl_base"]
+    assert second["probe"]["feedback_delta"] == pytest.approx(0.0, abs=1e-6)
+    # The second update continued the first's AdamW moments (its step counter went on).
+    assert second["optimizer_state"] == "continued" and second["optimizer_steps"] == 4
+    assert (tmp_path / "v2" / OPTIMIZER_STATE_FILE).is_file()

@@ -56,6 +56,9 @@ def vllm_server_command(options: VllmOptions) -> tuple[list[str], dict[str, str]
         *("--dtype", options.dtype, "--max-model-len", str(options.max_model_len)),
         *("--enable-lora", "--max-lora-rank", str(options.max_lora_rank)),
         *("--max-loras", str(options.max_loras)),
+        # Log-probs after the temperature (and any top-k/top-p) the answer was sampled with:
+        # the behaviour policy the trainer's importance weights divide by (trainer.batch.Sample).
+        *("--logprobs-mode", "processed_logprobs"),
         "--disable-uvicorn-access-log",
         *("--scheduling-policy", options.scheduling_policy),
     ]

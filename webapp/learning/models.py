@@ -144,6 +144,12 @@ class Sample(models.Model):
     update = models.ForeignKey(
         TrainingUpdate, null=True, blank=True, on_delete=models.PROTECT, related_name="samples"
     )
+    refusals = models.PositiveSmallIntegerField(
+        default=0, help_text="Updates that trained this sample and were refused by the gate."
+    )
+    exclusion_reason = models.TextField(
+        blank=True, help_text="Why an excluded or superseded sample is never trained."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     consumed_at = models.DateTimeField(null=True, blank=True)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.db.models import Count
+
 from webapp.learning.models import Judgement, PolicyVersion, Sample
 
 
@@ -44,12 +46,41 @@ def learning_statuses(*, message_ids: Iterable[int]) -> dict[int, str]:
     }
 
 
+def sample_counts() -> dict[str, int]:
+    """Where every sample stands; trained + waiting + excluded = total, so none is lost.
+
+    Trained: consumed by a published-or-candidate version that passed the gate. Waiting: ready
+    (new, or given back by a refused update). Excluded: never to be trained, each with its
+    ``exclusion_reason`` (refused too often, excluded by an admin, or superseded by a newer
+    judgement of the same answer, which carries its feedback on).
+    """
+    by_status = dict(
+        Sample.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n")
+    )
+    return {
+        "trained": by_status.get(Sample.Status.CONSUMED, 0),
+        "waiting": by_status.get(Sample.Status.READY, 0),
+        "excluded": by_status.get(Sample.Status.EXCLUDED, 0)
+        + by_status.get(Sample.Status.SUPERSEDED, 0),
+        "excluded_without_reason": Sample.objects.filter(
+            status__in=[Sample.Status.EXCLUDED, Sample.Status.SUPERSEDED], exclusion_reason=""
+        ).count(),
+        "refused_waiting": Sample.objects.filter(
+            status=Sample.Status.READY, refusals__gt=0
+        ).count(),
+        "total": sum(by_status.values()),
+    }
+
+
 def _status(judgement: Judgement, sample: Sample | None) -> str:
     parts = [f"judged {judgement.score:+d}" if judgement.score else "judged 0"]
     if sample is not None and (sample.hint or sample.correction):
         parts.append("hint taken")
+    if sample is not None and sample.status == sample.Status.READY and sample.refusals:
+        parts.append(f"waiting to train again (refused by the gate {sample.refusals}×)")
     if sample is not None and sample.status == sample.Status.EXCLUDED:
-        parts.append("excluded from training")
+        reason = f": {sample.exclusion_reason}" if sample.exclusion_reason else ""
+        parts.append(f"excluded from training{reason}")
     if sample is not None and sample.update and sample.update.produced_version:
         version = sample.update.produced_version
         if version.status == PolicyVersion.Status.REJECTED:

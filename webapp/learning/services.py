@@ -122,7 +122,12 @@ def message_evidence(*, message: Message, conversation_end: bool = False) -> Mes
         correction=correction,
         conversation_end=bool(evidence["end"]),
         fingerprint=hashlib.sha256(json.dumps(evidence, sort_keys=True).encode()).hexdigest(),
-        prompt_messages=[m.as_openai() for m in path[:-1]],
+        # As the served prompt had them: failed answers were never shown to the model.
+        prompt_messages=[
+            m.as_openai()
+            for m in path[:-1]
+            if not (m.is_assistant and m.status == Message.Status.FAILED)
+        ],
     )
 
 
@@ -197,7 +202,8 @@ def judgement_record(
     if kind is None:
         return judgement
     Sample.objects.filter(message=message, status=Sample.Status.READY).update(
-        status=Sample.Status.SUPERSEDED
+        status=Sample.Status.SUPERSEDED,
+        exclusion_reason=f"superseded by judgement {judgement.pk} of the same answer",
     )
     enqueue(Task.MAYBE_TRAIN)
     Sample.objects.create(
@@ -240,10 +246,11 @@ def conversation_best_candidate(*, conversation: Conversation) -> Message | None
     return None
 
 
-def sample_exclude(*, sample: Sample) -> Sample:
+def sample_exclude(*, sample: Sample, reason: str = "excluded by an admin") -> Sample:
     if sample.status == Sample.Status.READY:
         sample.status = Sample.Status.EXCLUDED
-        sample.save(update_fields=["status"])
+        sample.exclusion_reason = reason
+        sample.save(update_fields=["status", "exclusion_reason"])
     return sample
 
 

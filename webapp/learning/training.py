@@ -8,6 +8,12 @@
   marked consumed only in the transaction that records the finished update. A crashed update
   leaves them ready; a redelivered task for a finished update trains nothing again, and only
   publishes the version if the worker died before it was published.
+- No feedback is lost: an update the gate refuses gives its samples back (ready again, one more
+  refusal each); the next update that trains them runs at ``PARLEY_TRAIN_REFUSAL_LR_FACTOR`` ^
+  refusals times the learning rate (recorded in its config). A sample refused
+  ``PARLEY_TRAIN_MAX_REFUSALS`` times is excluded, with the gate's reasons as its reason.
+- Each update holds back ``PARLEY_GATE_HOLDOUT_SAMPLES`` recent judged samples it does not
+  train on; the gate checks the candidate does not score worse on them than the live version.
 - An update whose task the broker refused stays QUEUED; the periodic sweep queues it again
   (``training_updates_unqueued``), so it never blocks later updates through single flight.
 """
@@ -24,7 +30,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max, Min, QuerySet
+from django.db.models import F, Max, Min, Q, QuerySet
 from django.utils import timezone
 
 from trainer.algorithms import algorithm_get
@@ -107,12 +113,47 @@ def training_update_claim(*, update_id: int) -> TrainingUpdate | None:
         .order_by("created_at")
         .values_list("pk", flat=True)[: settings.TRAIN_BATCH_SIZE]
     )
+    refusals = max(Sample.objects.filter(pk__in=ids).values_list("refusals", flat=True), default=0)
     update.status = TrainingUpdate.Status.RUNNING
     update.started_at = timezone.now()
-    update.summary = {**update.summary, "sample_ids": ids}
+    update.config = refusal_backoff(update.config, refusals=refusals)
+    update.summary = {
+        **update.summary,
+        "sample_ids": ids,
+        "holdout_ids": holdout_ids(exclude=ids),
+    }
     update.metrics = []
-    update.save(update_fields=["status", "started_at", "summary", "metrics"])
+    update.save(update_fields=["status", "started_at", "config", "summary", "metrics"])
     return update
+
+
+def refusal_backoff(config: dict[str, Any], *, refusals: int) -> dict[str, Any]:
+    """The update's config with its learning rate scaled down for samples refused before.
+
+    ``lr_before_refusals`` keeps the configured rate, so a claim run twice never compounds.
+
+    >>> refusal_backoff({"lr": 1e-3}, refusals=0)["lr"]
+    0.001
+    """
+    base_lr = float(config.get("lr_before_refusals", config["lr"]))
+    return {
+        **config,
+        "lr": base_lr * settings.TRAIN_REFUSAL_LR_FACTOR**refusals,
+        "lr_before_refusals": base_lr,
+        "refusals": refusals,
+    }
+
+
+def holdout_ids(*, exclude: list[int]) -> list[int]:
+    """The most recent judged samples with a sign (a reward or a correction) not in the batch:
+    ready ones the update leaves for later, and ones already trained into earlier versions."""
+    return list(
+        Sample.objects.filter(status__in=[Sample.Status.READY, Sample.Status.CONSUMED])
+        .exclude(pk__in=exclude)
+        .filter(~Q(reward=0) | ~Q(correction=""))
+        .order_by("-created_at", "-pk")
+        .values_list("pk", flat=True)[: settings.GATE_HOLDOUT_SAMPLES]
+    )
 
 
 def training_update_unpublished(*, update_id: int) -> PolicyVersion | None:
@@ -146,11 +187,24 @@ class SampleRow:
     hint: str | None
     correction: str
     group_id: str | None
+    tools: list[dict[str, Any]] | None = None
+    """The tools the request offered (they are part of the prompt the template rendered)."""
+    temperature: float = 1.0
+    """The temperature the answer was sampled at (its log-probs are at this temperature)."""
 
 
 def batch_for_update(*, update: TrainingUpdate) -> list[SampleRow]:
     """The update's claimed samples that have tokens, in id order."""
-    samples = Sample.objects.filter(pk__in=update.summary.get("sample_ids", [])).order_by("pk")
+    return _rows(update.summary.get("sample_ids", []))
+
+
+def holdout_for_update(*, update: TrainingUpdate) -> list[SampleRow]:
+    """The judged samples the update holds back to check the candidate on, in id order."""
+    return _rows(update.summary.get("holdout_ids", []))
+
+
+def _rows(ids: list[int]) -> list[SampleRow]:
+    samples = Sample.objects.filter(pk__in=ids).select_related("message").order_by("pk")
     return [
         SampleRow(
             prompt_messages=sample.prompt_messages,
@@ -161,10 +215,19 @@ def batch_for_update(*, update: TrainingUpdate) -> list[SampleRow]:
             hint=sample.hint or None,
             correction=sample.correction,
             group_id=sample.group_key or None,
+            tools=sample.message.sampling_params.get("tools") or None,
+            temperature=_temperature(sample.message.sampling_params),
         )
         for sample in samples
         if sample.prompt_token_ids and sample.response_token_ids
     ]
+
+
+def _temperature(params: dict[str, Any]) -> float:
+    """The temperature vLLM sampled at: the request's, else vLLM's default of 1; a greedy
+    request (0) is scored at 1, since its log-probs are the unscaled distribution's."""
+    value = params.get("temperature")
+    return float(value) if isinstance(value, int | float) and value > 0 else 1.0
 
 
 def training_update_record_step(*, update: TrainingUpdate, metrics: dict[str, Any]) -> None:
@@ -182,11 +245,14 @@ def training_update_finish(
     passed: bool,
     reasons: list[str],
 ) -> PolicyVersion:
-    """Record the finished update, its candidate version, and consume its samples (once).
+    """Record the finished update and its candidate version. Passed: its samples are consumed
+    (once). Refused by the gate: they are given back, one refusal more each; those refused
+    ``TRAIN_MAX_REFUSALS`` times are excluded with the gate's reasons.
 
     If an owner deleted a conversation while the update trained on its samples, the weights
     hold data the owner was told was never trained: the candidate is rejected, its adapter
-    folder removed, and the remaining samples stay ready for the next update.
+    folder removed, and the remaining samples stay ready for the next update (no refusal is
+    counted against them: the gate did not refuse them).
     """
     update = TrainingUpdate.objects.select_for_update().get(pk=update.pk)
     claimed = set(update.summary.get("sample_ids", []))
@@ -212,15 +278,21 @@ def training_update_finish(
         status=PolicyVersion.Status.CANDIDATE if passed else PolicyVersion.Status.REJECTED,
         probe_metrics={**probe, "passed": passed, "reasons": reasons},
     )
-    if not deleted:
-        Sample.objects.filter(pk__in=present, status=Sample.Status.READY).update(
-            status=Sample.Status.CONSUMED, update=update, consumed_at=timezone.now()
+    batch = Sample.objects.filter(pk__in=present, status=Sample.Status.READY)
+    messages = list(batch.values_list("message__conversation_id", "message_id"))
+    if passed:
+        batch.update(status=Sample.Status.CONSUMED, update=update, consumed_at=timezone.now())
+    elif not deleted:
+        batch.update(refusals=F("refusals") + 1)
+        batch.filter(refusals__gte=settings.TRAIN_MAX_REFUSALS).update(
+            status=Sample.Status.EXCLUDED,
+            update=update,
+            exclusion_reason=(
+                f"refused by the probe gate {settings.TRAIN_MAX_REFUSALS} times; last: "
+                + "; ".join(reasons)
+            )[:2000],
         )
-    push_learning_status(
-        messages=Sample.objects.filter(update=update).values_list(
-            "message__conversation_id", "message_id"
-        )
-    )
+    push_learning_status(messages=messages)
     update.status = TrainingUpdate.Status.DONE if passed else TrainingUpdate.Status.REJECTED
     update.produced_version = version
     update.summary = {**update.summary, **summary, "gate": {"passed": passed, "reasons": reasons}}

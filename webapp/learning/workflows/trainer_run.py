@@ -35,10 +35,19 @@ def _sample(row: SampleRow, tokenizer: Any) -> Sample:
         reward=row.reward,
         hint=row.hint,
         teacher_prompt_token_ids=(
-            hinted_prompt_ids(tokenizer, row.prompt_messages, row.hint) if row.hint else None
+            hinted_prompt_ids(
+                tokenizer,
+                row.prompt_messages,
+                row.hint,
+                tools=row.tools,
+                served_prompt_ids=row.prompt_token_ids,
+            )
+            if row.hint
+            else None
         ),
         correction_token_ids=correction_ids,
         group_id=row.group_id,
+        temperature=row.temperature,
     )
 
 
@@ -48,7 +57,12 @@ def train_and_gate(job: TrainJob, *, record_step: Callable[[dict[str, Any]], Non
     config = config_from_dict(job.config)
     dirs = {"base_model_dir": job.base_model_dir, "init_adapter_dir": job.init_adapter_dir}
     steps = train_and_probe(
-        config, samples, out_adapter_dir=job.out_dir, processes=job.processes, **dirs
+        config,
+        samples,
+        out_adapter_dir=job.out_dir,
+        processes=job.processes,
+        holdout=[_sample(row, tokenizer) for row in job.holdout],
+        **dirs,
     )
     summary: dict[str, Any] = {}
     for metrics in steps:
@@ -57,7 +71,14 @@ def train_and_gate(job: TrainJob, *, record_step: Callable[[dict[str, Any]], Non
         else:
             record_step(metrics)
     probe, base_probe = summary.pop("probe"), summary.pop("base_probe")
-    passed, reasons = gate_decision(probe, base_probe, job.gate_max_kl, job.gate_max_ppl_ratio)
+    passed, reasons = gate_decision(
+        probe,
+        base_probe,
+        job.gate_max_kl,
+        job.gate_max_ppl_ratio,
+        max_feedback_drop=job.gate_max_feedback_drop,
+        max_degenerate_extra=job.gate_max_degenerate_extra,
+    )
     return TrainResult(
         summary=summary, probe=probe, base_probe=base_probe, passed=passed, reasons=reasons
     )

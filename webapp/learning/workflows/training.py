@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -40,6 +40,10 @@ class TrainJob:
     """The base model's probe figures when already measured (kept on version 0)."""
     gate_max_kl: float
     gate_max_ppl_ratio: float
+    holdout: Sequence[training.SampleRow] = ()
+    """Judged samples not trained here: the candidate must not score worse on them than live."""
+    gate_max_feedback_drop: float = 0.0
+    gate_max_degenerate_extra: int = 0
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,9 @@ def train_update(update_id: int, *, run: TrainRun, push: AdapterPush | None = No
                 base_probe=training.base_probe_cached(),
                 gate_max_kl=settings.GATE_MAX_KL,
                 gate_max_ppl_ratio=settings.GATE_MAX_PPL_RATIO,
+                holdout=training.holdout_for_update(update=update),
+                gate_max_feedback_drop=settings.GATE_MAX_FEEDBACK_DROP,
+                gate_max_degenerate_extra=settings.GATE_MAX_DEGENERATE_EXTRA,
             )
             started = time.monotonic()
             result = run(
