@@ -81,6 +81,10 @@ def stack(
         # Samples left over by earlier tests train within a minute (the beat's check) instead
         # of after the default 10 minutes, so tests that wait for an update stay short.
         PARLEY_TRAIN_MAX_WAIT_S="20",
+        # The swap and load tests drive up to 20 concurrent streams through one user's key to
+        # show that publishing fails none of them; the per-user limits have their own tests.
+        PARLEY_USER_MAX_STREAMS="32",
+        PARLEY_USER_RATE_LIMIT_PER_MINUTE="0",
     )
     for name in ("DJANGO_SUPERUSER_USERNAME", "DJANGO_SUPERUSER_PASSWORD"):
         env.pop(name, None)
