@@ -33,7 +33,8 @@ import torch.distributed as dist
 
 from trainer.batch import Sample
 from trainer.config import UpdateConfig, config_from_dict
-from trainer.update import World, run_update
+from trainer.ranks import World
+from trainer.update import run_update
 
 log = logging.getLogger(__name__)
 

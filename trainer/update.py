@@ -50,6 +50,7 @@ from trainer.losses import (
     tis_weights,
 )
 from trainer.memory import gpu_budget
+from trainer.optimizer_state import OPTIMIZER_STATE_FILE, optimizer_state_load, optimizer_steps
 from trainer.policy import (
     adapter_disabled,
     load_policy,
@@ -60,24 +61,7 @@ from trainer.policy import (
     token_logprobs,
     trainable_parameters,
 )
-
-OPTIMIZER_STATE_FILE = "optimizer.pt"
-"""AdamW's state, saved next to the adapter (vLLM ignores files it does not know)."""
-
-
-@dataclass(frozen=True)
-class World:
-    """This process's place among the processes sharing one update."""
-
-    rank: int = 0
-    world_size: int = 1
-
-    @classmethod
-    def current(cls) -> World:
-        """torch.distributed's rank and size when a process group is up, else one process."""
-        if dist.is_available() and dist.is_initialized():
-            return cls(dist.get_rank(), dist.get_world_size())
-        return cls()
+from trainer.ranks import World, reduce_across, sum_gradients
 
 
 @dataclass
@@ -205,8 +189,8 @@ def run_update(
             (config.sft_coef * sft).backward()
             totals["sft_loss"] += float(sft.detach())
         if world.world_size > 1:
-            _sum_gradients(params)
-            totals = dict(zip(totals, _reduce_across(list(totals.values()), dev), strict=True))
+            sum_gradients(params)
+            totals = dict(zip(totals, reduce_across(list(totals.values()), dev), strict=True))
         grad_norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
         optimizer.step()
         if step == 0:
@@ -232,7 +216,7 @@ def run_update(
     if world.rank == 0:
         save_adapter(model, out_adapter_dir)
         torch.save(optimizer.state_dict(), Path(out_adapter_dir) / OPTIMIZER_STATE_FILE)
-    optimizer_steps = _optimizer_steps(optimizer)
+    steps_taken = optimizer_steps(optimizer)
     metrics_peak = peak_memory(dev)
     # Drop the optimizer state, activations and cached blocks now, not when the worker exits:
     # an idle worker holding its peak starves vLLM of KV cache on a shared GPU.
@@ -256,44 +240,10 @@ def run_update(
         "memory_budget": budget.as_dict() if budget is not None else None,
         "sampling_temperatures": sorted({s.temperature for s in samples}),
         "optimizer_state": "continued" if optimizer_continued else "new",
-        "optimizer_steps": optimizer_steps,
+        "optimizer_steps": steps_taken,
         **gap,
         **metrics_peak,
     }
-
-
-def optimizer_state_load(
-    optimizer: torch.optim.Optimizer, adapter_dir: str | Path | None, *, lr: float
-) -> bool:
-    """Continue the AdamW moments saved next to the adapter this update starts from.
-
-    A new AdamW on every update makes each step's size almost independent of the signal (its
-    first step is ±lr on every weight, whatever the gradient's size); along one lineage of
-    adapters the moments carry over, so steps scale with how consistent the signal has been.
-    The learning rate is this update's (a refused update's samples come back with a smaller
-    one). False when there is nothing to continue: a new adapter, an adapter saved before
-    this existed, or a state that does not fit (another rank or targets).
-    """
-    if adapter_dir is None:
-        return False
-    path = Path(adapter_dir) / OPTIMIZER_STATE_FILE
-    if not path.is_file():
-        return False
-    device = optimizer.param_groups[0]["params"][0].device
-    state = torch.load(path, map_location=device, weights_only=True)
-    try:
-        optimizer.load_state_dict(state)
-    except (ValueError, KeyError):
-        return False
-    for group in optimizer.param_groups:
-        group["lr"] = lr
-    return True
-
-
-def _optimizer_steps(optimizer: torch.optim.Optimizer) -> int:
-    """AdamW steps taken along this lineage (its bias correction counter)."""
-    steps = [float(s["step"]) for s in optimizer.state.values() if "step" in s]
-    return int(max(steps, default=0))
 
 
 def _length(sample: Sample, *, correction: bool = False) -> int:
@@ -433,33 +383,8 @@ def _logprob_gap(chunks: list[_Chunk], world: World, device: torch.device) -> di
     total, count = float(all_gaps.sum()), float(all_gaps.numel())
     largest = float(all_gaps.max()) if count else -math.inf
     if world.world_size > 1:
-        total, count = _reduce_across([total, count], device)
-        (largest,) = _reduce_across([largest], device, op=dist.ReduceOp.MAX)
+        total, count = reduce_across([total, count], device)
+        (largest,) = reduce_across([largest], device, op=dist.ReduceOp.MAX)
     if not count:
         return {"logprob_gap_mean": math.nan, "logprob_gap_max": math.nan}
     return {"logprob_gap_mean": total / count, "logprob_gap_max": largest}
-
-
-def _sum_gradients(params: list[torch.nn.Parameter]) -> None:
-    """Sum the parameters' gradients over all ranks, in one all-reduce of a flat buffer.
-
-    A rank with no micro-batch this step has no gradients; it contributes zeros.
-    """
-    flat = torch.cat(
-        [
-            p.grad.reshape(-1) if p.grad is not None else torch.zeros_like(p).reshape(-1)
-            for p in params
-        ]
-    )
-    dist.all_reduce(flat, op=dist.ReduceOp.SUM)
-    for param, grad in zip(params, flat.split([p.numel() for p in params]), strict=True):
-        param.grad = grad.view_as(param)
-
-
-def _reduce_across(
-    values: list[float], device: torch.device, op: dist.ReduceOp.RedOpType = dist.ReduceOp.SUM
-) -> list[float]:
-    """Python floats summed (or reduced with ``op``) over all ranks, in float64 like floats."""
-    tensor = torch.tensor(values, dtype=torch.float64, device=device)
-    dist.all_reduce(tensor, op=op)
-    return tensor.tolist()

@@ -25,7 +25,8 @@ from trainer.distributed import (
     run_update_launched,
     write_request,
 )
-from trainer.update import World, run_update
+from trainer.ranks import World
+from trainer.update import run_update
 
 COMPARED = (
     "loss",

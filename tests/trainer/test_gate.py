@@ -11,9 +11,10 @@ from transformers import AutoTokenizer
 from trainer.batch import Sample, chat_prompt_ids
 from trainer.config import UpdateConfig
 from trainer.gate import degenerate_kinds, feedback_target, gate_decision, probe_metrics
+from trainer.optimizer_state import OPTIMIZER_STATE_FILE
 from trainer.pipeline import train_and_probe
 from trainer.probes import PROBE_PROMPTS, PROBE_TEXT
-from trainer.update import OPTIMIZER_STATE_FILE, run_update
+from trainer.update import run_update
 
 BASE = {"probe_kl": 0.0, "probe_ppl": 20.0}
 

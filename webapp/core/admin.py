@@ -12,12 +12,12 @@ from django.contrib.auth.admin import UserAdmin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from webapp.core.audit import AuditedAdmin
+from webapp.core.audit import AuditedAdmin, NoWritesMixin
 from webapp.privacy.services import my_conversation_delete, service_owned_perms
 
 
 @admin.register(LogEntry)
-class AuditLogAdmin(admin.ModelAdmin):
+class AuditLogAdmin(NoWritesMixin, admin.ModelAdmin):
     """Read-only for everyone: a log that could be edited would not be one."""
 
     list_display = ("action_time", "user", "action_flag", "content_type", "object_repr", "what")
@@ -39,15 +39,6 @@ class AuditLogAdmin(admin.ModelAdmin):
     @admin.display(description="what")
     def what(self, obj: LogEntry) -> str:
         return obj.get_change_message()
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
     def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return bool(request.user.is_active and request.user.is_staff)

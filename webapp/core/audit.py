@@ -57,9 +57,8 @@ class AuditedAdmin(admin.ModelAdmin):
         }
 
 
-class ViewOnlyAdmin(AuditedAdmin):
-    """Rows the loop writes, or that were trained on: admins look and act (actions, each one
-    logged), never add, edit or delete."""
+class NoWritesMixin:
+    """An admin that can add, edit and delete nothing."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -69,3 +68,8 @@ class ViewOnlyAdmin(AuditedAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
+
+
+class ViewOnlyAdmin(NoWritesMixin, AuditedAdmin):
+    """Rows the loop writes, or that were trained on: admins look and act (actions, each one
+    logged), never add, edit or delete."""
