@@ -325,7 +325,7 @@ def main() -> None:
     parser.add_argument("--flood-connections", type=int, default=8)
     parser.add_argument("--flood-max-tokens", type=int, default=48)
     parser.add_argument(
-        "--flood-user-streams", type=int, default=4, help="PARLEY_USER_MAX_STREAMS for the run"
+        "--flood-user-streams", type=int, default=2, help="PARLEY_USER_MAX_STREAMS for the run"
     )
     args = parser.parse_args()
     if args.flood:

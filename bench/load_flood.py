@@ -26,7 +26,7 @@ PROMPTS = ["Name a colour.", "Say hello in French.", "What is 3 plus 4?", "Name 
 # What a running system needs for this benchmark: the limits a production system has, and the
 # LLM judge, whose generations share vLLM with chat.
 FLOOD_ENV = {
-    "PARLEY_USER_MAX_STREAMS": "4",
+    "PARLEY_USER_MAX_STREAMS": "2",
     "PARLEY_USER_RATE_LIMIT_PER_MINUTE": "600",
     "PARLEY_JUDGE": "llm",
 }

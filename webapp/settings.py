@@ -162,7 +162,9 @@ API_MAX_TOKENS = env_int("PARLEY_API_MAX_TOKENS", 2048)
 API_MAX_N = env_int("PARLEY_API_MAX_N", 4)
 # Per-user limits (over all of a user's keys and browser tabs together).
 USER_MAX_API_KEYS = env_int("PARLEY_USER_MAX_API_KEYS", 10)
-USER_MAX_STREAMS = env_int("PARLEY_USER_MAX_STREAMS", 4)
+# Two answers at once per user: measured with bench.load --flood on the 2-core CPU box, the
+# other users' TTFT p99 grew 3.03x with 4, 1.72x with 2 and 1.48-1.63x with 1 (README).
+USER_MAX_STREAMS = env_int("PARLEY_USER_MAX_STREAMS", 2)
 USER_RATE_LIMIT_PER_MINUTE = env_int("PARLEY_USER_RATE_LIMIT_PER_MINUTE", 600)
 # A stream's slot is freed when it ends; one a crashed process held expires after this.
 STREAM_SLOT_TTL_S = env_int("PARLEY_STREAM_SLOT_TTL_S", 900)
