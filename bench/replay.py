@@ -30,6 +30,7 @@ plot is drawn; the plot is optional (matplotlib is a test-only package).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -40,7 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -475,6 +476,8 @@ def write_figures(figures: dict[str, Any], out_dir: Path, *, record_line: bool =
         f"replay-{figures['preference']}{second}-{figures['feedback']}-{figures['algorithm']}"
         f"-s{figures['seed']}"
     )
+    if figures["batch_size"] != BATCH_SIZE:
+        stem += f"-batch{figures['batch_size']}"
     if figures["overrides"]:
         stem += "-" + "-".join(f"{k}{v}" for k, v in sorted(figures["overrides"].items()))
     path = out_dir / f"{stem}.json"
@@ -537,6 +540,20 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
     return overrides
 
 
+@contextlib.contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """torch's intra-op threads set to ``count`` (0: unchanged) for the block, then restored."""
+    import torch
+
+    previous = torch.get_num_threads()
+    if count:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--preference", type=Path, default=ROOT / "bench" / "data" / "preferences.json"
@@ -553,7 +570,13 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--out-dir", type=Path, default=ROOT / "bench" / "results")
     parser.add_argument("--no-plot", action="store_true")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's own)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (0: torch's own). 1 by default: on a 2-core machine shared with other "
+        "work, two threads generated 5x slower than one (measured)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -592,10 +615,6 @@ def main(argv: list[str] | None = None) -> int:
         "--set", action="append", default=[], metavar="FIELD=VALUE", help="UpdateConfig override"
     )
     args = parser.parse_args(argv)
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
     preferences = {p.name: p for p in load_preferences(args.preference)}
     for name in filter(None, (args.name, args.then)):
         if name not in preferences:
@@ -606,6 +625,17 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         parser.error(str(error))
     command = command_line() if argv is None else "python -m bench.replay " + shlex.join(argv)
+    with torch_threads(args.threads):
+        return _replay_seeds(args, preferences, prompts, overrides, command)
+
+
+def _replay_seeds(
+    args: argparse.Namespace,
+    preferences: dict[str, Preference],
+    prompts: dict[str, list[str]],
+    overrides: dict[str, Any],
+    command: str,
+) -> int:
     for seed in args.seeds:
         options = ReplayOptions(
             preference=preferences[args.name],

@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import record
-from bench.preferences import load_preferences, load_prompts
+from bench.preferences import Preference, load_preferences, load_prompts
 from bench.replay import (
+    BATCH_SIZE,
     FEEDBACK_KINDS,
     MODE,
     ReplayOptions,
@@ -40,6 +41,7 @@ from bench.replay import (
     plot_if_possible,
     run_replay,
     spread,
+    torch_threads,
     write_figures,
 )
 
@@ -66,6 +68,35 @@ def settings_label(settings: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in settings.items()) or "defaults"
 
 
+def run_label(figures: dict[str, Any]) -> str:
+    """The settings a run changed from the defaults (its overrides and batch size)."""
+    settings = dict(figures.get("overrides") or {})
+    if figures.get("batch_size") != BATCH_SIZE:
+        settings["batch_size"] = figures.get("batch_size")
+    return settings_label(settings)
+
+
+def collect(paths: Sequence[Path], splits: Sequence[str], report_at: Sequence[int]) -> list[dict]:
+    """Table rows from replay runs already written (``bench/results/replay-*.json``)."""
+    cells: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for path in paths:
+        figures = json.loads(path.read_text())
+        if figures.get("mode") != MODE or figures.get("second_preference"):
+            continue
+        figures.setdefault("settings_label", run_label(figures))
+        key = (
+            figures["settings_label"],
+            figures["algorithm"],
+            figures["feedback"],
+            figures["preference"],
+        )
+        cells.setdefault(key, []).append(figures)
+    return [
+        cell_row(sorted(runs, key=lambda r: r["seed"]), splits, report_at)
+        for _, runs in sorted(cells.items())
+    ]
+
+
 def cell_row(
     runs: list[dict[str, Any]], splits: Sequence[str], report_at: Sequence[int]
 ) -> dict[str, Any]:
@@ -81,12 +112,18 @@ def cell_row(
         "seeds": [r["seed"] for r in runs],
     }
     for split in splits:
-        row[f"{split}@0"] = [r["versions"][0]["scores"][name][split] for r in runs]
+        row[f"{split}@0"] = [
+            r["versions"][0]["scores"][name][split]
+            for r in runs
+            if split in r["versions"][0]["scores"][name]
+        ]
         for n in report_at:
             row[f"{split}@{n}"] = [
-                r["versions"][n]["scores"][name][split] for r in runs if n < len(r["versions"])
+                r["versions"][n]["scores"][name][split]
+                for r in runs
+                if n < len(r["versions"]) and split in r["versions"][n]["scores"][name]
             ]
-        row[f"{split} best"] = [r["summary"][split]["best"] for r in runs]
+        row[f"{split} best"] = [r["summary"][split]["best"] for r in runs if split in r["summary"]]
     row["worst ppl×"] = [r["summary"]["worst_ppl_ratio"] for r in runs]
     row["refused"] = [len(r["summary"]["refused"]) for r in runs]
     row["s/version"] = [r["seconds_per_version"] for r in runs]
@@ -151,11 +188,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grid", action="append", default=[], metavar="FIELD=V1,V2")
     parser.add_argument("--report-at", type=int, nargs="+", default=[8])
     parser.add_argument("--label", default="", help="name of the markdown table file")
+    parser.add_argument(
+        "--collect",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="make the table from replay runs already written (their JSON files); runs nothing",
+    )
     args = parser.parse_args(argv)
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
     preferences = {p.name: p for p in load_preferences(args.preference)}
     unknown = [n for n in args.names if n not in preferences]
     if unknown:
@@ -164,8 +204,22 @@ def main(argv: list[str] | None = None) -> int:
         grid = parse_grid(args.grid)
     except ValueError as error:
         parser.error(str(error))
-    prompts = load_prompts(args.prompts)
     command = "python -m bench.sweep " + shlex.join(sys.argv[1:] if argv is None else argv)
+    if args.collect:
+        splits = [s for s in args.eval_splits.split(",") if s]
+        rows = collect(args.collect, splits, args.report_at)
+        return write_table(args, rows, [], splits, command)
+    with torch_threads(args.threads):
+        return _sweep(args, preferences, grid, command)
+
+
+def _sweep(
+    args: argparse.Namespace,
+    preferences: dict[str, Preference],
+    grid: list[dict[str, Any]],
+    command: str,
+) -> int:
+    prompts = load_prompts(args.prompts)
     common = base_options(args, preferences)
     runs: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
@@ -194,11 +248,23 @@ def main(argv: list[str] | None = None) -> int:
             cell_runs.append(figures)
         runs.extend(cell_runs)
         rows.append(cell_row(cell_runs, splits, args.report_at))
+    return write_table(args, rows, runs, splits, command)
+
+
+def write_table(
+    args: argparse.Namespace,
+    rows: list[dict[str, Any]],
+    runs: list[dict[str, Any]],
+    splits: list[str],
+    command: str,
+) -> int:
+    """Print the table, write it as markdown and JSON, record it; then the optional plots."""
     columns = [f"{s}@0" for s in splits]
     columns += [f"{s}@{n}" for n in args.report_at for s in splits]
     columns += ["worst ppl×", "refused", "s/version"]
     table = markdown(rows, columns)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    args.out_dir.mkdir(parents=True, exist_ok=True)
     path = args.out_dir / f"sweep-{args.label or stamp}.md"
     path.write_text(
         f"Mode: {MODE} (offline replay, `bench.replay`). Command:\n\n    {command}\n\n"
@@ -207,12 +273,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(table)
     print(f"bench | wrote {path}")
+    (args.out_dir / f"{path.stem}.json").write_text(json.dumps(rows, indent=2) + "\n")
     record("replay_sweep", {"mode": MODE, "command": command, "rows": rows, "table": str(path)})
-    if not args.no_plot:
+    if not args.no_plot and runs:
         for split in splits:
             target = path.with_name(f"{path.stem}-{split}.png")
             plot_if_possible(lambda s=split, t=target: plot_rows(runs, s, t))
-    (args.out_dir / f"{path.stem}.json").write_text(json.dumps(rows, indent=2) + "\n")
     return 0
 
 

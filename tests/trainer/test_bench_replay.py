@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 import bench.replay
 import bench.sweep
@@ -39,10 +40,12 @@ def events(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict]]:
 def test_replay_records_before_it_plots_and_runs_without_matplotlib(
     tiny_model_dir: Path, tmp_path: Path, events, monkeypatch, capsys
 ) -> None:
+    threads = torch.get_num_threads()
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
     argv = ["--model-dir", str(tiny_model_dir), "--out-dir", str(tmp_path), *TINY]
     assert bench.replay.main([*argv, "--feedback", "next_state"]) == 0
     assert "no plot drawn" in capsys.readouterr().out
+    assert torch.get_num_threads() == threads  # one thread while it ran, then given back
     [(name, figures)] = events
     assert name == "replay" and figures["mode"] == "replay"
     assert figures["command"].startswith("python -m bench.replay")
@@ -88,6 +91,11 @@ def test_sweep_writes_its_table_with_the_mode(
     table = (tmp_path / "sweep-t.md").read_text()
     assert "Mode: replay" in table and table.count("| replay | batch_size=") == 2
     assert "held_out_other@1" in table
+    runs = sorted(str(p) for p in tmp_path.glob("replay-*.json"))
+    again = ["--collect", *runs, "--eval-splits", "held_out_other", "--report-at", "1"]
+    assert bench.sweep.main([*again, "--out-dir", str(tmp_path), "--label", "c"]) == 0
+    collected = (tmp_path / "sweep-c.md").read_text()
+    assert collected.count("| replay | batch_size=") == 2 and "| 1 |" in collected
 
 
 def test_the_simulated_user_gives_each_kind_of_feedback() -> None:
