@@ -333,6 +333,7 @@ def run_replay(
             wanted = options.second_preference if switched else options.preference
             assert wanted is not None
             batch_prompts = [order[(turns + i) % len(order)] for i in range(options.batch_size)]
+            generated = time.perf_counter()
             answers = generate(
                 model,
                 tokenizer,
@@ -362,6 +363,7 @@ def run_replay(
                 "turns": turns,
                 "met_in_batch": sum(wanted.satisfied(a.text) for a in answers),
                 "samples": len(batch),
+                "generate_seconds": time.perf_counter() - generated,
             }
             if not batch:
                 entry.update(published=False, reasons=["no sample with a signal"])
@@ -388,6 +390,8 @@ def run_replay(
                     probe_kl=probe.get("probe_kl"),
                     ppl_ratio=probe["probe_ppl"] / base_probe["probe_ppl"],
                     train_seconds=summary.get("seconds"),
+                    gate_seconds=summary.get("gate_seconds"),
+                    loss=summary.get("loss"),
                 )
                 if passed:
                     live, given_back = out_dir, []
@@ -395,6 +399,7 @@ def run_replay(
                     given_back = batch
                     shutil.rmtree(out_dir, ignore_errors=True)
                 if passed:
+                    evaluated = time.perf_counter()
                     model = load_serving_model(options.model_dir, live)
                     entry["scores"] = score_splits(
                         model,
@@ -403,6 +408,7 @@ def run_replay(
                         preferences,
                         max_new_tokens=options.eval_tokens,
                     )
+                    entry["eval_seconds"] = time.perf_counter() - evaluated
                 else:
                     entry["scores"] = versions[-1]["scores"]
             entry["seconds"] = time.perf_counter() - version_started

@@ -124,6 +124,7 @@ def cell_row(
                 if n < len(r["versions"]) and split in r["versions"][n]["scores"][name]
             ]
         row[f"{split} best"] = [r["summary"][split]["best"] for r in runs if split in r["summary"]]
+    row["judge"] = {key: sum(r["judge"][key] for r in runs) for key in ("right", "parsed", "votes")}
     row["worst ppl×"] = [r["summary"]["worst_ppl_ratio"] for r in runs]
     row["refused"] = [len(r["summary"]["refused"]) for r in runs]
     row["s/version"] = [r["seconds_per_version"] for r in runs]
@@ -137,11 +138,18 @@ def markdown(rows: list[dict[str, Any]], columns: list[str]) -> str:
         cells = [row["mode"], row["settings"], row["algorithm"], row["feedback"], row["preference"]]
         cells.append(str(len(row["seeds"])))
         for column in columns:
-            values = row[column]
+            values = row.get(column, [])
             if column == "worst ppl×":
                 cells.append(f"{max(values):.3f}" if values else "—")
             elif column == "refused":
                 cells.append(str(sum(values)))
+            elif column == "judge right/parsed/votes":
+                judge = row["judge"]
+                cells.append(
+                    f"{judge['right']}/{judge['parsed']}/{judge['votes']}"
+                    if judge["votes"]
+                    else "—"
+                )
             elif column == "s/version":
                 cells.append(f"{statistics.fmean(values):.0f}" if values else "—")
             else:
@@ -261,7 +269,7 @@ def write_table(
     """Print the table, write it as markdown and JSON, record it; then the optional plots."""
     columns = [f"{s}@0" for s in splits]
     columns += [f"{s}@{n}" for n in args.report_at for s in splits]
-    columns += ["worst ppl×", "refused", "s/version"]
+    columns += ["worst ppl×", "refused", "judge right/parsed/votes", "s/version"]
     table = markdown(rows, columns)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     args.out_dir.mkdir(parents=True, exist_ok=True)

@@ -90,12 +90,26 @@ def test_sweep_writes_its_table_with_the_mode(
     assert [name for name, _ in events] == ["replay", "replay", "replay_sweep"]
     table = (tmp_path / "sweep-t.md").read_text()
     assert "Mode: replay" in table and table.count("| replay | batch_size=") == 2
-    assert "held_out_other@1" in table
+    assert "held_out_other@1" in table and "judge right/parsed/votes" in table
     runs = sorted(str(p) for p in tmp_path.glob("replay-*.json"))
     again = ["--collect", *runs, "--eval-splits", "held_out_other", "--report-at", "1"]
     assert bench.sweep.main([*again, "--out-dir", str(tmp_path), "--label", "c"]) == 0
     collected = (tmp_path / "sweep-c.md").read_text()
     assert collected.count("| replay | batch_size=") == 2 and "| 1 |" in collected
+
+
+def test_the_long_run_switches_the_preference(tiny_model_dir: Path, tmp_path: Path, events) -> None:
+    argv = ["--model-dir", str(tiny_model_dir), "--out-dir", str(tmp_path), *TINY, "--no-plot"]
+    argv += ["--then", "all-lowercase", "--switch-after", "1", "--eval-splits", "held_out"]
+    assert bench.replay.main(argv) == 0
+    [(_, figures)] = events
+    assert [v.get("preference") for v in figures["versions"]] == [
+        None,
+        "starts-with-sure",
+        "all-lowercase",
+    ]
+    assert set(figures["versions"][2]["scores"]) == {"starts-with-sure", "all-lowercase"}
+    assert next(tmp_path.glob("replay-starts-with-sure-then-all-lowercase-*.json"))
 
 
 def test_the_simulated_user_gives_each_kind_of_feedback() -> None:
