@@ -15,6 +15,7 @@ RUNS = [
     ["-m", "bench.feedback_to_live"],
     ["bench/trainer_throughput.py"],
     ["-m", "bench.cpu_engines"],
+    ["-m", "bench.replay", "--versions", "4", "--batch-size", "4", "--eval-limit", "6"],
     [
         "manage.py",
         "bench_personalize",

@@ -115,5 +115,10 @@ def load_preferences(path: Path) -> list[Preference]:
 
 
 def load_prompts(path: Path) -> dict[str, list[str]]:
+    """Every split of the prompt file ("train", "held_out", "held_out_other", ...) by name."""
     data = json.loads(path.read_text())
-    return {"train": list(data["train"]), "held_out": list(data["held_out"])}
+    splits = {name: list(items) for name, items in data.items() if isinstance(items, list)}
+    missing = {"train", "held_out"} - set(splits)
+    if missing:
+        raise ValueError(f"{path}: no {', '.join(sorted(missing))} split")
+    return splits

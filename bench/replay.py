@@ -1,0 +1,697 @@
+"""Offline replay: the personalization benchmark without the serving loop, Django or a database.
+
+A simulated user asks the train prompts of ``bench/data/prompts.json``; the current policy (the
+base model plus the live adapter, through transformers) answers at the chat temperature, and
+the tokens it sampled and their log-probabilities are kept exactly as serving keeps them (vLLM's
+default: the raw model's log-probs, before the temperature). The user reacts per the
+preference, in one of four ways:
+
+- ``thumbs``: 👍 when the answer meets the preference, 👎 when it misses (the RL-only signal);
+- ``comments``: the same, plus the preference's comment on a miss;
+- ``corrections``: comments, plus the answer rewritten by the preference's fix;
+- ``next_state``: no buttons: the user's next message carries it ("No, that's not what I asked
+  for. <comment>" / "Thanks, perfect!"), read by the default judge
+  (``trainer.judge.judge_verdict(kind="cues")``), whose votes are scored against the truth.
+
+Each batch becomes ``trainer.batch.Sample``s as ``webapp/learning/workflows/trainer_run.py``
+builds them, is trained with ``trainer.pipeline.train_and_probe`` under ``UpdateConfig``'s
+defaults and gated by ``trainer.gate.gate_decision`` with the webapp's default thresholds. A
+published candidate is the next update's starting adapter; a refused one gives its samples
+back to the next batch. After each update the held-out splits are answered greedily and scored
+by the preference's checker; the probe perplexity ratio to the base comes from the gate.
+
+    python -m bench.replay --name starts-with-sure --feedback corrections --versions 8 --seeds 0 1
+
+Every figure is labelled ``"mode": "replay"`` (``bench.personalize`` is the live mode). The
+figures go to ``bench/results/replay-*.json`` and a line in ``bench/results.jsonl`` before any
+plot is drawn; the plot is optional (matplotlib is a test-only package).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import random
+import shlex
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.common import ROOT, record
+from bench.preferences import Preference, load_preferences, load_prompts
+
+MODE = "replay"
+FEEDBACK_KINDS = ("thumbs", "comments", "corrections", "next_state")
+# The webapp's defaults (PARLEY_GATE_MAX_KL, PARLEY_GATE_MAX_PPL_RATIO, PARLEY_TRAIN_BATCH_SIZE,
+# PARLEY_CHAT_TEMPERATURE); the replay reads no Django settings.
+GATE_MAX_KL = 0.5
+GATE_MAX_PPL_RATIO = 1.15
+BATCH_SIZE = 8
+CHAT_TEMPERATURE = 0.7
+NEGATIVE_NEXT = "No, that's not what I asked for. {comment}"
+POSITIVE_NEXT = "Thanks, perfect!"
+
+
+def default_model_dir() -> Path:
+    base = os.environ.get("PARLEY_BASE_MODEL")
+    if base:
+        return Path(base).expanduser()
+    models = Path(os.environ.get("PARLEY_MODELS_DIR", ROOT / "var" / "models"))
+    return models / "SmolLM2-135M-Instruct"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer as serving records it: the prompt's and the answer's token ids, log-probs."""
+
+    prompt: str
+    prompt_token_ids: list[int]
+    response_token_ids: list[int]
+    logprobs: list[float]
+    text: str
+
+
+@dataclass(frozen=True)
+class UserReaction:
+    """What the simulated user did about one answer (the webapp's Feedback and next message)."""
+
+    truth: int  # +1 the answer met the preference, -1 it missed
+    rating: int = 0
+    comment: str = ""
+    correction: str = ""
+    next_state: str = ""
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    model_dir: Path
+    preference: Preference
+    feedback: str = "corrections"
+    algorithm: str = "combined"
+    versions: int = 8
+    batch_size: int = BATCH_SIZE
+    seed: int = 0
+    temperature: float = CHAT_TEMPERATURE
+    gen_tokens: int = 48
+    eval_tokens: int = 48
+    eval_splits: tuple[str, ...] = ("held_out", "held_out_other")
+    eval_limit: int = 0  # 0: every prompt of each split
+    overrides: dict[str, Any] = field(default_factory=dict)  # UpdateConfig fields to change
+    gate_max_kl: float = GATE_MAX_KL
+    gate_max_ppl_ratio: float = GATE_MAX_PPL_RATIO
+    second_preference: Preference | None = None  # the user changes their mind ...
+    switch_after: int = 0  # ... after this many versions
+    probe_tokens: int = 24
+
+
+def react(preference: Preference, answer: str, feedback: str) -> UserReaction:
+    """The simulated user's reaction to one answer, per the feedback kind."""
+    good = preference.satisfied(answer)
+    truth = 1 if good else -1
+    if feedback == "next_state":
+        text = POSITIVE_NEXT if good else NEGATIVE_NEXT.format(comment=preference.comment)
+        return UserReaction(truth=truth, next_state=f"[user] {text}")
+    if feedback not in FEEDBACK_KINDS:
+        raise ValueError(f"unknown feedback {feedback!r}; one of {', '.join(FEEDBACK_KINDS)}")
+    if good or feedback == "thumbs":
+        return UserReaction(truth=truth, rating=truth)
+    correction = ""
+    if feedback == "corrections" and preference.correctable:
+        correction = preference.correct(answer) or ""
+    return UserReaction(
+        truth=truth,
+        rating=-1,
+        comment=preference.comment,
+        correction=correction,
+        next_state=f"[user feedback] {preference.comment}",
+    )
+
+
+def _no_llm(messages: list[dict[str, str]], n: int, choices: Any = None) -> list[str]:
+    raise RuntimeError("the cue judge asks no language model")
+
+
+def judged_sample(answer: Answer, reaction: UserReaction, tokenizer: Any) -> tuple[Any, Any]:
+    """(the trainer's Sample or None when the turn has no signal, the judge's Verdict).
+
+    Mirrors the webapp: ``message_evidence`` (the user's hint from their comment),
+    ``judge_verdict`` (the default cue judge), ``_sample_kind`` and ``trainer_run._sample``.
+    """
+    from trainer.batch import Sample, hinted_prompt_ids
+    from trainer.judge import feedback_hint, is_useful_hint, judge_verdict
+
+    user_hint = None
+    if reaction.rating or reaction.comment or reaction.correction:
+        user_hint = feedback_hint(comment=reaction.comment, correction=reaction.correction, tags=())
+        user_hint = user_hint if is_useful_hint(user_hint) else None
+    verdict = judge_verdict(
+        kind="cues",
+        request=answer.prompt,
+        answer=answer.text,
+        next_state=reaction.next_state,
+        rating=reaction.rating,
+        user_hint=user_hint,
+        m=1,
+        complete=_no_llm,
+    )
+    if not (verdict.score or verdict.hint or reaction.correction):
+        return None, verdict
+    correction_ids = None
+    if reaction.correction:
+        correction_ids = tokenizer.encode(reaction.correction, add_special_tokens=False)
+        if tokenizer.eos_token_id is not None:
+            correction_ids.append(tokenizer.eos_token_id)
+    messages = [{"role": "user", "content": answer.prompt}]
+    sample = Sample(
+        prompt_token_ids=answer.prompt_token_ids,
+        response_token_ids=answer.response_token_ids,
+        sampler_logprobs=answer.logprobs,
+        reward=float(verdict.score),
+        hint=verdict.hint,
+        teacher_prompt_token_ids=(
+            hinted_prompt_ids(tokenizer, messages, verdict.hint) if verdict.hint else None
+        ),
+        correction_token_ids=correction_ids,
+    )
+    return sample, verdict
+
+
+def load_serving_model(model_dir: Path, adapter_dir: Path | None) -> Any:
+    """The policy as serving runs it: the fp32 base, with the live adapter when there is one."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
+    if adapter_dir is not None:
+        model = PeftModel.from_pretrained(model, str(adapter_dir))
+    return model.eval()
+
+
+def generate(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    *,
+    max_new_tokens: int,
+    temperature: float,
+    seed: int,
+) -> list[Answer]:
+    """Answers to single-turn prompts (greedy at temperature 0), with each sampled token's raw
+    log-probability, the way vLLM reports it by default."""
+    import torch
+    import torch.nn.functional as F
+
+    from trainer.batch import chat_prompt_ids
+
+    if not prompts:
+        return []
+    prompt_ids = [chat_prompt_ids(tokenizer, [{"role": "user", "content": p}]) for p in prompts]
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    eos_id = tokenizer.eos_token_id
+    width = max(len(ids) for ids in prompt_ids)
+    input_ids = torch.tensor([[pad_id] * (width - len(ids)) + ids for ids in prompt_ids])
+    attention = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompt_ids])
+    sampling: dict[str, Any] = (
+        {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
+        if temperature > 0
+        else {"do_sample": False, "temperature": None, "top_k": None, "top_p": None}
+    )
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        out = model.generate(
+            input_ids=input_ids,
+            attention_mask=attention,
+            max_new_tokens=max_new_tokens,
+            pad_token_id=pad_id,
+            eos_token_id=eos_id,
+            output_logits=True,
+            return_dict_in_generate=True,
+            use_cache=True,
+            **sampling,
+        )
+    new_B_N = out.sequences[:, width:]
+    logp_B_N_V = F.log_softmax(torch.stack(out.logits, dim=1).float(), dim=-1)
+    chosen_B_N = logp_B_N_V.gather(-1, new_B_N.unsqueeze(-1)).squeeze(-1)
+    answers = []
+    for row, prompt in enumerate(prompts):
+        ids = new_B_N[row].tolist()
+        if eos_id is not None and eos_id in ids:
+            ids = ids[: ids.index(eos_id) + 1]  # serving keeps the stop token it sampled
+        logprobs = chosen_B_N[row, : len(ids)].tolist()
+        text = tokenizer.decode(ids, skip_special_tokens=True)
+        answers.append(Answer(prompt, prompt_ids[row], ids, logprobs, text))
+    return answers
+
+
+def score_splits(
+    model: Any,
+    tokenizer: Any,
+    splits: dict[str, list[str]],
+    preferences: Sequence[Preference],
+    *,
+    max_new_tokens: int,
+) -> dict[str, dict[str, float]]:
+    """{preference: {split: share of greedy answers that meet it}} (one generation per split)."""
+    scores: dict[str, dict[str, float]] = {p.name: {} for p in preferences}
+    for split, prompts in splits.items():
+        answers = generate(
+            model, tokenizer, prompts, max_new_tokens=max_new_tokens, temperature=0.0, seed=0
+        )
+        for preference in preferences:
+            met = sum(preference.satisfied(a.text) for a in answers)
+            scores[preference.name][split] = met / len(answers) if answers else float("nan")
+    return scores
+
+
+def update_config(options: ReplayOptions) -> Any:
+    """UpdateConfig's defaults, with the algorithm, the seed and any explicit override."""
+    from trainer.config import UpdateConfig
+
+    return UpdateConfig(
+        **{"algorithm": options.algorithm, "seed": options.seed, **options.overrides}
+    )
+
+
+def gate(probe: dict[str, float], base_probe: dict[str, float], options: ReplayOptions) -> Any:
+    """The trainer's own gate, as the webapp's ``train_and_gate`` calls it."""
+    from trainer.gate import gate_decision
+
+    return gate_decision(probe, base_probe, options.gate_max_kl, options.gate_max_ppl_ratio)
+
+
+def run_replay(
+    options: ReplayOptions,
+    prompts: dict[str, list[str]],
+    *,
+    work_dir: Path | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run ``options.versions`` updates; return the figures (one entry per version, v0 first)."""
+    from tqdm import tqdm
+    from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    from trainer.pipeline import train_and_probe
+
+    hf_logging.disable_progress_bar()  # one bar: the versions'
+    preferences = [options.preference]
+    if options.second_preference is not None:
+        preferences.append(options.second_preference)
+    splits = {name: prompts[name][: options.eval_limit or None] for name in options.eval_splits}
+    order = list(prompts["train"])
+    random.Random(options.seed).shuffle(order)
+    tokenizer = AutoTokenizer.from_pretrained(str(options.model_dir))
+    config = update_config(options)
+    own_dir = work_dir is None
+    work = work_dir or Path(tempfile.mkdtemp(prefix="parley-replay-"))
+    live: Path | None = None
+    model = load_serving_model(options.model_dir, None)
+    started = time.perf_counter()
+    scores = score_splits(model, tokenizer, splits, preferences, max_new_tokens=options.eval_tokens)
+    versions: list[dict[str, Any]] = [
+        {"version": 0, "published": True, "turns": 0, "scores": scores, "ppl_ratio": 1.0}
+    ]
+    given_back: list[Any] = []
+    judge = {"votes": 0, "parsed": 0, "right": 0, "samples": 0, "hints": 0}
+    turns = met = 0
+    label = f"{options.preference.name} {options.feedback} {options.algorithm} s{options.seed}"
+    bar = tqdm(total=options.versions, desc=label, unit="version", disable=not progress)
+    try:
+        for number in range(1, options.versions + 1):
+            version_started = time.perf_counter()
+            switched = options.second_preference is not None and number > options.switch_after
+            wanted = options.second_preference if switched else options.preference
+            assert wanted is not None
+            batch_prompts = [order[(turns + i) % len(order)] for i in range(options.batch_size)]
+            generated = time.perf_counter()
+            answers = generate(
+                model,
+                tokenizer,
+                batch_prompts,
+                max_new_tokens=options.gen_tokens,
+                temperature=options.temperature,
+                seed=options.seed * 100_003 + number,
+            )
+            samples = []
+            for answer in answers:
+                reaction = react(wanted, answer.text, options.feedback)
+                met += reaction.truth > 0
+                sample, verdict = judged_sample(answer, reaction, tokenizer)
+                for vote in verdict.votes:
+                    judge["votes"] += 1
+                    judge["parsed"] += vote["score"] is not None
+                    judge["right"] += vote["score"] == reaction.truth
+                if sample is not None:
+                    samples.append(sample)
+                    judge["hints"] += sample.hint is not None
+            turns += len(answers)
+            batch = given_back + samples
+            judge["samples"] += len(samples)
+            entry: dict[str, Any] = {
+                "version": number,
+                "preference": wanted.name,
+                "turns": turns,
+                "met_in_batch": sum(wanted.satisfied(a.text) for a in answers),
+                "samples": len(batch),
+                "generate_seconds": time.perf_counter() - generated,
+            }
+            if not batch:
+                entry.update(published=False, reasons=["no sample with a signal"])
+                entry.update(scores=versions[-1]["scores"], ppl_ratio=versions[-1]["ppl_ratio"])
+            else:
+                out_dir = work / f"v{number}"
+                summary: dict[str, Any] = {}
+                for metrics in train_and_probe(
+                    config,
+                    batch,
+                    base_model_dir=options.model_dir,
+                    init_adapter_dir=live,
+                    out_adapter_dir=out_dir,
+                    device="cpu",
+                    max_new_tokens=options.probe_tokens,
+                ):
+                    if metrics.get("done"):
+                        summary = metrics
+                probe, base_probe = summary["probe"], summary["base_probe"]
+                passed, reasons = gate(probe, base_probe, options)
+                entry.update(
+                    published=bool(passed),
+                    reasons=list(reasons),
+                    probe_kl=probe.get("probe_kl"),
+                    ppl_ratio=probe["probe_ppl"] / base_probe["probe_ppl"],
+                    train_seconds=summary.get("seconds"),
+                    gate_seconds=summary.get("gate_seconds"),
+                    loss=summary.get("loss"),
+                )
+                if passed:
+                    live, given_back = out_dir, []
+                else:
+                    given_back = batch
+                    shutil.rmtree(out_dir, ignore_errors=True)
+                if passed:
+                    evaluated = time.perf_counter()
+                    model = load_serving_model(options.model_dir, live)
+                    entry["scores"] = score_splits(
+                        model,
+                        tokenizer,
+                        splits,
+                        preferences,
+                        max_new_tokens=options.eval_tokens,
+                    )
+                    entry["eval_seconds"] = time.perf_counter() - evaluated
+                else:
+                    entry["scores"] = versions[-1]["scores"]
+            entry["seconds"] = time.perf_counter() - version_started
+            versions.append(entry)
+            bar.update(1)
+            shown = " ".join(
+                f"{split} {value:.2f}" for split, value in entry["scores"][wanted.name].items()
+            )
+            outcome = (
+                "published" if entry["published"] else "refused: " + "; ".join(entry["reasons"])
+            )
+            bar.write(
+                f"v{number}: {shown} | ppl×{entry['ppl_ratio']:.3f} | {outcome}"
+                f" | {entry['seconds']:.0f}s"
+            )
+    finally:
+        bar.close()
+        del model
+        if own_dir:
+            shutil.rmtree(work, ignore_errors=True)
+    return {
+        "mode": MODE,
+        "preference": options.preference.name,
+        "second_preference": options.second_preference.name if options.second_preference else None,
+        "switch_after": options.switch_after if options.second_preference else None,
+        "feedback": options.feedback,
+        "algorithm": options.algorithm,
+        "seed": options.seed,
+        "batch_size": options.batch_size,
+        "temperature": options.temperature,
+        "gen_tokens": options.gen_tokens,
+        "eval_tokens": options.eval_tokens,
+        "eval_prompts": {name: len(items) for name, items in splits.items()},
+        "overrides": dict(options.overrides),
+        "config": dataclasses.asdict(config),
+        "gate": {"max_kl": options.gate_max_kl, "max_ppl_ratio": options.gate_max_ppl_ratio},
+        "turns": turns,
+        "answers_meeting_preference": met,
+        "judge": judge,
+        "versions": versions,
+        "summary": summarise(versions, options.preference.name),
+        "seconds": time.perf_counter() - started,
+        "seconds_per_version": (time.perf_counter() - started) / max(options.versions, 1),
+    }
+
+
+def summarise(versions: list[dict[str, Any]], preference: str) -> dict[str, Any]:
+    """Per split: the score at v0, at v8 and v16 (when reached), the best and when it came."""
+    result: dict[str, Any] = {
+        "worst_ppl_ratio": max(v["ppl_ratio"] for v in versions if v["ppl_ratio"] is not None),
+        "refused": [v["version"] for v in versions if not v["published"]],
+    }
+    for split in versions[0]["scores"][preference]:
+        series = [v["scores"][preference][split] for v in versions]
+        best = max(series)
+        result[split] = {
+            "v0": series[0],
+            "last": series[-1],
+            "best": best,
+            "best_at": series.index(best),
+            **{f"v{n}": series[n] for n in (8, 16, 32) if n < len(series)},
+        }
+    return result
+
+
+def write_figures(figures: dict[str, Any], out_dir: Path, *, record_line: bool = True) -> Path:
+    """The JSON file and the bench/results.jsonl line: always before any plot."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    second = f"-then-{figures['second_preference']}" if figures["second_preference"] else ""
+    stem = (
+        f"replay-{figures['preference']}{second}-{figures['feedback']}-{figures['algorithm']}"
+        f"-s{figures['seed']}"
+    )
+    if figures["batch_size"] != BATCH_SIZE:
+        stem += f"-batch{figures['batch_size']}"
+    if figures["overrides"]:
+        stem += "-" + "-".join(f"{k}{v}" for k, v in sorted(figures["overrides"].items()))
+    path = out_dir / f"{stem}.json"
+    path.write_text(json.dumps(figures, indent=2) + "\n")
+    if record_line:
+        record("replay", figures)
+    return path
+
+
+def plot(figures: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axis = plt.subplots(figsize=(6, 4))
+    xs = [v["version"] for v in figures["versions"]]
+    for name, by_split in figures["versions"][0]["scores"].items():
+        for split in by_split:
+            ys = [v["scores"][name][split] for v in figures["versions"]]
+            axis.plot(xs, ys, marker="o", label=f"{name} / {split}")
+    axis.set(
+        xlabel="version",
+        ylabel="held-out score",
+        ylim=(-0.05, 1.05),
+        title=f"[{figures['mode']}] {figures['feedback']}, {figures['algorithm']}",
+    )
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_if_possible(draw: Callable[[], None]) -> bool:
+    """Draw when matplotlib is installed (the test environment); say so when it is not."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("bench | matplotlib is not installed: no plot drawn (the figures are recorded)")
+        return False
+    draw()
+    return True
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """``["lr=1e-3", "steps_per_batch=4"]`` → UpdateConfig overrides (JSON values, else text)."""
+    from trainer.config import UpdateConfig
+
+    known = {f.name for f in dataclasses.fields(UpdateConfig)}
+    overrides: dict[str, Any] = {}
+    for item in items:
+        key, _, text = item.partition("=")
+        if key not in known or not text:
+            raise ValueError(f"{item!r}: use FIELD=VALUE with a field of UpdateConfig")
+        try:
+            overrides[key] = json.loads(text)
+        except json.JSONDecodeError:
+            overrides[key] = text
+    return overrides
+
+
+@contextlib.contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """torch's intra-op threads set to ``count`` (0: unchanged) for the block, then restored."""
+    import torch
+
+    previous = torch.get_num_threads()
+    if count:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--preference", type=Path, default=ROOT / "bench" / "data" / "preferences.json"
+    )
+    parser.add_argument("--prompts", type=Path, default=ROOT / "bench" / "data" / "prompts.json")
+    parser.add_argument("--model-dir", type=Path, default=None, help="base model folder")
+    parser.add_argument("--versions", type=int, default=8, help="updates per run")
+    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="answers per update")
+    parser.add_argument("--temperature", type=float, default=CHAT_TEMPERATURE)
+    parser.add_argument("--gen-tokens", type=int, default=48, help="most tokens per answer")
+    parser.add_argument("--eval-tokens", type=int, default=48)
+    parser.add_argument("--eval-splits", default="held_out,held_out_other")
+    parser.add_argument("--eval-limit", type=int, default=0, help="prompts per split (0: all)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--out-dir", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (0: torch's own). 1 by default: on a 2-core machine shared with other "
+        "work, two threads generated 5x slower than one (measured)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def base_options(args: argparse.Namespace, preferences: dict[str, Preference]) -> dict[str, Any]:
+    return {
+        "model_dir": args.model_dir or default_model_dir(),
+        "versions": args.versions,
+        "batch_size": args.batch_size,
+        "temperature": args.temperature,
+        "gen_tokens": args.gen_tokens,
+        "eval_tokens": args.eval_tokens,
+        "eval_splits": tuple(s for s in args.eval_splits.split(",") if s),
+        "eval_limit": args.eval_limit,
+    }
+
+
+def command_line() -> str:
+    return "python -m " + " ".join(
+        shlex.quote(a) for a in [__spec__.name if __spec__ else "bench.replay", *sys.argv[1:]]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.replay", description=__doc__.split("\n\n")[0]
+    )
+    add_common_arguments(parser)
+    parser.add_argument("--name", default="starts-with-sure", help="the preference")
+    parser.add_argument("--feedback", choices=FEEDBACK_KINDS, default="corrections")
+    parser.add_argument("--algorithm", default="combined", help="rl, opd or combined")
+    parser.add_argument(
+        "--then", default="", help="long run: a second preference the user switches to"
+    )
+    parser.add_argument("--switch-after", type=int, default=0, help="versions before --then")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="FIELD=VALUE", help="UpdateConfig override"
+    )
+    args = parser.parse_args(argv)
+    preferences = {p.name: p for p in load_preferences(args.preference)}
+    for name in filter(None, (args.name, args.then)):
+        if name not in preferences:
+            parser.error(f"no preference {name!r}; the file has {', '.join(preferences)}")
+    prompts = load_prompts(args.prompts)
+    try:
+        overrides = parse_overrides(args.set)
+    except ValueError as error:
+        parser.error(str(error))
+    command = command_line() if argv is None else "python -m bench.replay " + shlex.join(argv)
+    with torch_threads(args.threads):
+        return _replay_seeds(args, preferences, prompts, overrides, command)
+
+
+def _replay_seeds(
+    args: argparse.Namespace,
+    preferences: dict[str, Preference],
+    prompts: dict[str, list[str]],
+    overrides: dict[str, Any],
+    command: str,
+) -> int:
+    for seed in args.seeds:
+        options = ReplayOptions(
+            preference=preferences[args.name],
+            feedback=args.feedback,
+            algorithm=args.algorithm,
+            seed=seed,
+            overrides=overrides,
+            second_preference=preferences[args.then] if args.then else None,
+            switch_after=args.switch_after,
+            **base_options(args, preferences),
+        )
+        figures = run_replay(options, prompts, progress=not args.quiet)
+        figures["command"] = command
+        path = write_figures(figures, args.out_dir)
+        print(format_run(figures))
+        print(f"bench | wrote {path}")
+        if not args.no_plot:
+            plot_if_possible(lambda f=figures, p=path: plot(f, p.with_suffix(".png")))
+    return 0
+
+
+def format_run(figures: dict[str, Any]) -> str:
+    lines = [
+        f"[{figures['mode']}] {figures['preference']} · {figures['feedback']} · "
+        f"{figures['algorithm']} · seed {figures['seed']}"
+    ]
+    splits = list(figures["versions"][0]["scores"][figures["preference"]])
+    lines.append(
+        f"{'version':>8}{'turns':>7}"
+        + "".join(f"{s:>16}" for s in splits)
+        + f"{'ppl/base':>10}  gate"
+    )
+    for v in figures["versions"]:
+        name = v.get("preference", figures["preference"])
+        cells = "".join(f"{v['scores'][name][s]:>16.2f}" for s in splits)
+        gate_text = "base" if v["version"] == 0 else ("published" if v["published"] else "refused")
+        label = f"v{v['version']}"
+        lines.append(f"{label:>8}{v['turns']:>7}{cells}{v['ppl_ratio']:>10.3f}  {gate_text}")
+    lines.append(f"{figures['seconds_per_version']:.0f} s per version")
+    return "\n".join(lines)
+
+
+def spread(values: Sequence[float]) -> str:
+    """mean ± half the range (the spread over seeds), or the one value."""
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{statistics.fmean(values):.2f} ± {(max(values) - min(values)) / 2:.2f}"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

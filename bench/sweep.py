@@ -1,0 +1,294 @@
+"""Sweeps and ablations in the offline replay mode (``bench.replay``): a grid of settings ×
+algorithms × feedback kinds × preferences × seeds, one replay run per cell and seed.
+
+    # settings: any UpdateConfig field, and batch_size (answers per update)
+    python -m bench.sweep --names starts-with-sure all-lowercase \
+        --feedback corrections comments --seeds 0 1 \
+        --grid lr=1e-4,3e-4,1e-3 --grid steps_per_batch=2,4
+    # the ablation of OpenClaw-RL's Table 3: algorithm × feedback, at 8 and 16 versions
+    python -m bench.sweep --algorithms rl opd combined \
+        --feedback thumbs comments corrections next_state --versions 16 --report-at 8 16
+
+Each run's figures are written as ``bench.replay`` writes them (a JSON file and a line in
+``bench/results.jsonl``) as soon as it ends; the table (mean ± half the range over seeds) is
+printed, written as markdown to ``bench/results/sweep-*.md`` and recorded, all before the
+optional plot. Every row says which mode it came from: "replay".
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import shlex
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.common import record
+from bench.preferences import Preference, load_preferences, load_prompts
+from bench.replay import (
+    BATCH_SIZE,
+    FEEDBACK_KINDS,
+    MODE,
+    ReplayOptions,
+    add_common_arguments,
+    base_options,
+    parse_overrides,
+    plot_if_possible,
+    run_replay,
+    spread,
+    torch_threads,
+    write_figures,
+)
+
+
+def parse_grid(items: Sequence[str]) -> list[dict[str, Any]]:
+    """``["lr=1e-4,3e-4", "steps_per_batch=2,4"]`` → every combination as a dict of settings."""
+    axes: list[tuple[str, list[Any]]] = []
+    for item in items:
+        key, _, values = item.partition("=")
+        if not values:
+            raise ValueError(f"{item!r}: use FIELD=V1,V2,...")
+        parsed = [
+            parse_overrides([f"{key}={v}"])[key] if key != "batch_size" else int(v)
+            for v in values.split(",")
+        ]
+        axes.append((key, parsed))
+    return [
+        dict(zip([k for k, _ in axes], combo, strict=True))
+        for combo in itertools.product(*(values for _, values in axes))
+    ] or [{}]
+
+
+def settings_label(settings: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in settings.items()) or "defaults"
+
+
+def run_label(figures: dict[str, Any]) -> str:
+    """The settings a run changed from the defaults (its overrides and batch size)."""
+    settings = dict(figures.get("overrides") or {})
+    if figures.get("batch_size") != BATCH_SIZE:
+        settings["batch_size"] = figures.get("batch_size")
+    return settings_label(settings)
+
+
+def collect(paths: Sequence[Path], splits: Sequence[str], report_at: Sequence[int]) -> list[dict]:
+    """Table rows from replay runs already written (``bench/results/replay-*.json``)."""
+    cells: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for path in paths:
+        figures = json.loads(path.read_text())
+        if figures.get("mode") != MODE or figures.get("second_preference"):
+            continue
+        figures.setdefault("settings_label", run_label(figures))
+        key = (
+            figures["settings_label"],
+            figures["algorithm"],
+            figures["feedback"],
+            figures["preference"],
+        )
+        cells.setdefault(key, []).append(figures)
+    return [
+        cell_row(sorted(runs, key=lambda r: r["seed"]), splits, report_at)
+        for _, runs in sorted(cells.items())
+    ]
+
+
+def cell_row(
+    runs: list[dict[str, Any]], splits: Sequence[str], report_at: Sequence[int]
+) -> dict[str, Any]:
+    """One table row from the seeds' runs of one cell."""
+    first = runs[0]
+    name = first["preference"]
+    row: dict[str, Any] = {
+        "mode": MODE,
+        "settings": first["settings_label"],
+        "algorithm": first["algorithm"],
+        "feedback": first["feedback"],
+        "preference": name,
+        "seeds": [r["seed"] for r in runs],
+    }
+    for split in splits:
+        row[f"{split}@0"] = [
+            r["versions"][0]["scores"][name][split]
+            for r in runs
+            if split in r["versions"][0]["scores"][name]
+        ]
+        for n in report_at:
+            row[f"{split}@{n}"] = [
+                r["versions"][n]["scores"][name][split]
+                for r in runs
+                if n < len(r["versions"]) and split in r["versions"][n]["scores"][name]
+            ]
+        row[f"{split} best"] = [r["summary"][split]["best"] for r in runs if split in r["summary"]]
+    row["judge"] = {key: sum(r["judge"][key] for r in runs) for key in ("right", "parsed", "votes")}
+    row["worst ppl×"] = [r["summary"]["worst_ppl_ratio"] for r in runs]
+    row["refused"] = [len(r["summary"]["refused"]) for r in runs]
+    row["s/version"] = [r["seconds_per_version"] for r in runs]
+    return row
+
+
+def markdown(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    head = ["mode", "settings", "algorithm", "feedback", "preference", "seeds", *columns]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        cells = [row["mode"], row["settings"], row["algorithm"], row["feedback"], row["preference"]]
+        cells.append(str(len(row["seeds"])))
+        for column in columns:
+            values = row.get(column, [])
+            if column == "worst ppl×":
+                cells.append(f"{max(values):.3f}" if values else "—")
+            elif column == "refused":
+                cells.append(str(sum(values)))
+            elif column == "judge right/parsed/votes":
+                judge = row["judge"]
+                cells.append(
+                    f"{judge['right']}/{judge['parsed']}/{judge['votes']}"
+                    if judge["votes"]
+                    else "—"
+                )
+            elif column == "s/version":
+                cells.append(f"{statistics.fmean(values):.0f}" if values else "—")
+            else:
+                cells.append(spread(values))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_rows(runs: list[dict[str, Any]], split: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axis = plt.subplots(figsize=(7, 4.5))
+    cells: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for run in runs:
+        key = (run["settings_label"], run["algorithm"], run["feedback"], run["preference"])
+        cells.setdefault(key, []).append(run)
+    for key, group in cells.items():
+        length = min(len(r["versions"]) for r in group)
+        means = [
+            statistics.fmean(r["versions"][i]["scores"][key[3]][split] for r in group)
+            for i in range(length)
+        ]
+        axis.plot(range(length), means, marker=".", label=" · ".join(key))
+    axis.set(xlabel="version", ylabel=f"{split} score (mean over seeds)", ylim=(-0.05, 1.05))
+    axis.set_title(f"[{MODE}] sweep")
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.sweep", description=__doc__.split("\n\n")[0]
+    )
+    add_common_arguments(parser)
+    parser.add_argument("--names", nargs="+", default=["starts-with-sure"], help="preferences")
+    parser.add_argument("--feedback", nargs="+", choices=FEEDBACK_KINDS, default=["corrections"])
+    parser.add_argument("--algorithms", nargs="+", default=["combined"])
+    parser.add_argument("--grid", action="append", default=[], metavar="FIELD=V1,V2")
+    parser.add_argument("--report-at", type=int, nargs="+", default=[8])
+    parser.add_argument("--label", default="", help="name of the markdown table file")
+    parser.add_argument(
+        "--collect",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="make the table from replay runs already written (their JSON files); runs nothing",
+    )
+    args = parser.parse_args(argv)
+    preferences = {p.name: p for p in load_preferences(args.preference)}
+    unknown = [n for n in args.names if n not in preferences]
+    if unknown:
+        parser.error(f"no preference {unknown}; the file has {', '.join(preferences)}")
+    try:
+        grid = parse_grid(args.grid)
+    except ValueError as error:
+        parser.error(str(error))
+    command = "python -m bench.sweep " + shlex.join(sys.argv[1:] if argv is None else argv)
+    if args.collect:
+        splits = [s for s in args.eval_splits.split(",") if s]
+        rows = collect(args.collect, splits, args.report_at)
+        return write_table(args, rows, [], splits, command)
+    with torch_threads(args.threads):
+        return _sweep(args, preferences, grid, command)
+
+
+def _sweep(
+    args: argparse.Namespace,
+    preferences: dict[str, Preference],
+    grid: list[dict[str, Any]],
+    command: str,
+) -> int:
+    prompts = load_prompts(args.prompts)
+    common = base_options(args, preferences)
+    runs: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    splits = list(common["eval_splits"])
+    cells = list(itertools.product(grid, args.algorithms, args.feedback, args.names))
+    for number, (settings, algorithm, feedback, name) in enumerate(cells, 1):
+        overrides = {k: v for k, v in settings.items() if k != "batch_size"}
+        cell_runs = []
+        for seed in args.seeds:
+            print(
+                f"bench | cell {number}/{len(cells)}: {settings_label(settings)} · "
+                f"{algorithm} · {feedback} · {name} · seed {seed}",
+                flush=True,
+            )
+            options = ReplayOptions(
+                preference=preferences[name],
+                feedback=feedback,
+                algorithm=algorithm,
+                seed=seed,
+                overrides=overrides,
+                **{**common, "batch_size": settings.get("batch_size", common["batch_size"])},
+            )
+            figures = run_replay(options, prompts, progress=not args.quiet)
+            figures.update(command=command, settings_label=settings_label(settings))
+            write_figures(figures, args.out_dir)
+            cell_runs.append(figures)
+        runs.extend(cell_runs)
+        rows.append(cell_row(cell_runs, splits, args.report_at))
+    return write_table(args, rows, runs, splits, command)
+
+
+def write_table(
+    args: argparse.Namespace,
+    rows: list[dict[str, Any]],
+    runs: list[dict[str, Any]],
+    splits: list[str],
+    command: str,
+) -> int:
+    """Print the table, write it as markdown and JSON, record it; then the optional plots."""
+    columns = [f"{s}@0" for s in splits]
+    columns += [f"{s}@{n}" for n in args.report_at for s in splits]
+    columns += ["worst ppl×", "refused", "judge right/parsed/votes", "s/version"]
+    table = markdown(rows, columns)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    path = args.out_dir / f"sweep-{args.label or stamp}.md"
+    path.write_text(
+        f"Mode: {MODE} (offline replay, `bench.replay`). Command:\n\n    {command}\n\n"
+        f"Scores: share of held-out answers that meet the preference, mean ± half the range "
+        f"over seeds.\n\n{table}\n"
+    )
+    print(table)
+    print(f"bench | wrote {path}")
+    (args.out_dir / f"{path.stem}.json").write_text(json.dumps(rows, indent=2) + "\n")
+    record("replay_sweep", {"mode": MODE, "command": command, "rows": rows, "table": str(path)})
+    if not args.no_plot and runs:
+        for split in splits:
+            target = path.with_name(f"{path.stem}-{split}.png")
+            plot_if_possible(lambda s=split, t=target: plot_rows(runs, s, t))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,151 @@
+"""bench.replay and bench.sweep on a tiny random model: two versions through the real trainer
+and gate, the figures recorded before any plot, and no matplotlib needed (the `make run`
+environment has none)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import bench.replay
+import bench.sweep
+from bench.preferences import Preference, load_prompts
+from bench.replay import Answer, judged_sample, react
+from tests.trainer.tiny import byte_tokenizer
+
+SURE = Preference.from_dict(
+    {
+        "name": "sure",
+        "comment": "Please always start your answer with 'Sure!'",
+        "rules": {"starts_with": "Sure!"},
+        "fix": {"prepend": "Sure! "},
+    }
+)
+TINY = ["--versions", "2", "--batch-size", "2", "--gen-tokens", "4", "--eval-tokens", "4"]
+TINY += ["--eval-limit", "2", "--quiet"]
+
+
+@pytest.fixture
+def events(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict]]:
+    seen: list[tuple[str, dict]] = []
+    for module in (bench.replay, bench.sweep):
+        monkeypatch.setattr(module, "record", lambda name, figures: seen.append((name, figures)))
+    return seen
+
+
+def test_replay_records_before_it_plots_and_runs_without_matplotlib(
+    tiny_model_dir: Path, tmp_path: Path, events, monkeypatch, capsys
+) -> None:
+    threads = torch.get_num_threads()
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
+    argv = ["--model-dir", str(tiny_model_dir), "--out-dir", str(tmp_path), *TINY]
+    assert bench.replay.main([*argv, "--feedback", "next_state"]) == 0
+    assert "no plot drawn" in capsys.readouterr().out
+    assert torch.get_num_threads() == threads  # one thread while it ran, then given back
+    [(name, figures)] = events
+    assert name == "replay" and figures["mode"] == "replay"
+    assert figures["command"].startswith("python -m bench.replay")
+    assert [v["version"] for v in figures["versions"]] == [0, 1, 2]
+    assert figures["turns"] == 4 and figures["eval_prompts"] == {
+        "held_out": 2,
+        "held_out_other": 2,
+    }
+    # next-state only: the cue judge read every next message, and every vote parsed
+    assert figures["judge"]["votes"] == 4 == figures["judge"]["parsed"]
+    assert figures["config"]["lr"] == 3e-4 or "lr" not in figures["overrides"]  # the defaults
+    for version in figures["versions"][1:]:
+        assert version["ppl_ratio"] > 0 and isinstance(version["published"], bool)
+    written = json.loads(next(tmp_path.glob("replay-*.json")).read_text())
+    assert written["versions"] == figures["versions"]
+    assert not list(tmp_path.glob("*.png"))
+
+
+def test_replay_draws_only_after_the_figures_are_written(
+    tiny_model_dir: Path, tmp_path: Path, events, monkeypatch
+) -> None:
+    order: list[str] = []
+    monkeypatch.setattr(
+        bench.replay, "write_figures", _spy(bench.replay.write_figures, order, "write")
+    )
+    monkeypatch.setattr(bench.replay, "plot", lambda figures, path: order.append("plot"))
+    argv = ["--model-dir", str(tiny_model_dir), "--out-dir", str(tmp_path), *TINY]
+    assert bench.replay.main([*argv, "--feedback", "corrections", "--set", "lr=1e-3"]) == 0
+    assert order == ["write", "plot"]
+    [(_, figures)] = events
+    assert figures["overrides"] == {"lr": 0.001} and figures["config"]["lr"] == 0.001
+
+
+def test_sweep_writes_its_table_with_the_mode(
+    tiny_model_dir: Path, tmp_path: Path, events, monkeypatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    argv = ["--model-dir", str(tiny_model_dir), "--out-dir", str(tmp_path), *TINY]
+    argv += ["--versions", "1", "--eval-splits", "held_out_other", "--label", "t"]
+    argv += ["--feedback", "thumbs", "--grid", "batch_size=1,2", "--report-at", "1"]
+    assert bench.sweep.main(argv) == 0
+    assert [name for name, _ in events] == ["replay", "replay", "replay_sweep"]
+    table = (tmp_path / "sweep-t.md").read_text()
+    assert "Mode: replay" in table and table.count("| replay | batch_size=") == 2
+    assert "held_out_other@1" in table and "judge right/parsed/votes" in table
+    runs = sorted(str(p) for p in tmp_path.glob("replay-*.json"))
+    again = ["--collect", *runs, "--eval-splits", "held_out_other", "--report-at", "1"]
+    assert bench.sweep.main([*again, "--out-dir", str(tmp_path), "--label", "c"]) == 0
+    collected = (tmp_path / "sweep-c.md").read_text()
+    assert collected.count("| replay | batch_size=") == 2 and "| 1 |" in collected
+
+
+def test_the_long_run_switches_the_preference(tiny_model_dir: Path, tmp_path: Path, events) -> None:
+    argv = ["--model-dir", str(tiny_model_dir), "--out-dir", str(tmp_path), *TINY, "--no-plot"]
+    argv += ["--then", "all-lowercase", "--switch-after", "1", "--eval-splits", "held_out"]
+    assert bench.replay.main(argv) == 0
+    [(_, figures)] = events
+    assert [v.get("preference") for v in figures["versions"]] == [
+        None,
+        "starts-with-sure",
+        "all-lowercase",
+    ]
+    assert set(figures["versions"][2]["scores"]) == {"starts-with-sure", "all-lowercase"}
+    assert next(tmp_path.glob("replay-starts-with-sure-then-all-lowercase-*.json"))
+
+
+def test_the_simulated_user_gives_each_kind_of_feedback() -> None:
+    tokenizer = byte_tokenizer()
+    prompt = [3, 4, 5]
+    answer = Answer("What is gravity?", prompt, [6, 7], [-1.0, -2.0], "Gravity pulls.")
+    thumbs = react(SURE, answer.text, "thumbs")
+    assert (thumbs.rating, thumbs.comment, thumbs.correction) == (-1, "", "")
+    sample, _ = judged_sample(answer, thumbs, tokenizer)
+    assert sample.reward == -1.0 and sample.hint is None
+    corrected = react(SURE, answer.text, "corrections")
+    sample, _ = judged_sample(answer, corrected, tokenizer)
+    assert corrected.correction == "Sure! Gravity pulls."
+    assert sample.hint == SURE.comment and sample.correction_token_ids[-1] == 2  # eos
+    told = react(SURE, answer.text, "next_state")
+    assert told.rating == 0 and told.next_state.startswith("[user] No,")
+    sample, verdict = judged_sample(answer, told, tokenizer)
+    assert verdict.score == -1 and sample.reward == -1.0 and "Sure!" in sample.hint
+    assert sample.teacher_prompt_token_ids != prompt
+    thanked = react(SURE, "Sure! Gravity pulls.", "next_state")
+    sample, verdict = judged_sample(answer, thanked, tokenizer)
+    assert verdict.score == 1 and sample.reward == 1.0 and sample.hint is None
+
+
+def test_the_prompt_file_keeps_the_old_split_and_adds_other_kinds() -> None:
+    prompts = load_prompts(bench.replay.ROOT / "bench" / "data" / "prompts.json")
+    assert len(prompts["held_out"]) == 12 and len(prompts["train"]) == 24
+    other = prompts["held_out_other"]
+    assert len(other) >= 12 and not set(other) & set(prompts["train"] + prompts["held_out"])
+    words = lambda items: sum(len(p.split()) for p in items) / len(items)  # noqa: E731
+    assert words(other) > 2 * words(prompts["held_out"])  # longer requests, not paraphrases
+
+
+def _spy(function, order: list[str], label: str):
+    def wrapper(*args, **kwargs):
+        order.append(label)
+        return function(*args, **kwargs)
+
+    return wrapper
