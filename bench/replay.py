@@ -55,6 +55,8 @@ FEEDBACK_KINDS = ("thumbs", "comments", "corrections", "next_state")
 # PARLEY_CHAT_TEMPERATURE); the replay reads no Django settings.
 GATE_MAX_KL = 0.5
 GATE_MAX_PPL_RATIO = 1.15
+GATE_MAX_FEEDBACK_DROP = 0.05  # the webapp's defaults (PARLEY_GATE_*), kept equal by hand
+GATE_MAX_DEGENERATE_EXTRA = 0
 BATCH_SIZE = 8
 CHAT_TEMPERATURE = 0.7
 NEGATIVE_NEXT = "No, that's not what I asked for. {comment}"
@@ -286,7 +288,14 @@ def gate(probe: dict[str, float], base_probe: dict[str, float], options: ReplayO
     """The trainer's own gate, as the webapp's ``train_and_gate`` calls it."""
     from trainer.gate import gate_decision
 
-    return gate_decision(probe, base_probe, options.gate_max_kl, options.gate_max_ppl_ratio)
+    return gate_decision(
+        probe,
+        base_probe,
+        options.gate_max_kl,
+        options.gate_max_ppl_ratio,
+        max_feedback_drop=GATE_MAX_FEEDBACK_DROP,
+        max_degenerate_extra=GATE_MAX_DEGENERATE_EXTRA,
+    )
 
 
 def run_replay(
