@@ -132,10 +132,12 @@ def refusal_backoff(config: dict[str, Any], *, refusals: int) -> dict[str, Any]:
 
     ``lr_before_refusals`` keeps the configured rate, so a claim run twice never compounds.
 
+    A config that leaves the rate out trains at ``UpdateConfig``'s default, so that is the base.
+
     >>> refusal_backoff({"lr": 1e-3}, refusals=0)["lr"]
     0.001
     """
-    base_lr = float(config.get("lr_before_refusals", config["lr"]))
+    base_lr = float(config.get("lr_before_refusals", config.get("lr", UpdateConfig.lr)))
     return {
         **config,
         "lr": base_lr * settings.TRAIN_REFUSAL_LR_FACTOR**refusals,

@@ -125,3 +125,11 @@ def test_admin_exclusions_and_superseded_samples_carry_a_reason() -> None:
     Sample.objects.filter(pk=second.pk).update(status="superseded", exclusion_reason="newer")
     assert Sample.objects.get(pk=first.pk).exclusion_reason == "excluded by an admin"
     assert _adds_up()["excluded"] == 2
+
+
+def test_a_config_without_a_learning_rate_backs_off_from_the_default() -> None:
+    """An update created with a partial config (only the algorithm) must still be claimable."""
+    from trainer.config import UpdateConfig
+    from webapp.learning.training import refusal_backoff
+
+    assert refusal_backoff({"algorithm": "rl"}, refusals=0)["lr"] == UpdateConfig.lr
