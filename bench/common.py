@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import platform
 import statistics
 import tempfile
@@ -151,6 +152,8 @@ def record(name: str, figures: dict[str, Any]) -> None:
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
         **figures,
     }
-    with RESULTS.open("a") as handle:
+    # PARLEY_BENCH_RESULTS: another file (a sweep's worker processes in a test, a GPU box).
+    path = Path(os.environ.get("PARLEY_BENCH_RESULTS") or RESULTS)
+    with path.open("a") as handle:
         handle.write(json.dumps(entry) + "\n")
-    print(f"bench | appended to {RESULTS.relative_to(ROOT)}")
+    print(f"bench | appended to {path}")

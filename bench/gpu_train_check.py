@@ -165,6 +165,8 @@ def largest_micro_batch(
             logp.sum().backward()
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
+            # Read before release_memory, which resets the peak counters.
+            fit = {"tokens": tokens, "seconds": time.perf_counter() - started, **gpu_peaks(device)}
         except torch.OutOfMemoryError as exc:
             failed = {"tokens": tokens, "error": str(exc).splitlines()[0]}
             break
@@ -172,9 +174,7 @@ def largest_micro_batch(
             model.zero_grad(set_to_none=True)
             logp = None  # drop the graph before the next size
             release_memory(device)
-        fits.append(
-            {"tokens": tokens, "seconds": time.perf_counter() - started, **gpu_peaks(device)}
-        )
+        fits.append(fit)
         tokens *= 2
     model.eval()
     return {
@@ -277,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
             ],
             "micro_batches": summary["micro_batches"],
             "tokens_per_second": response_tokens * config.steps_per_batch / update_seconds,
-            **gpu_peaks(device),
+            # run_update reads its peak before it releases memory (which resets the counters).
+            **_update_peaks(summary),
         }
         say(
             f"update: {update_seconds:.1f} s for {args.samples} samples × {tokens} tokens × "
@@ -358,6 +359,14 @@ def launched_leg(
     except Exception as exc:  # noqa: BLE001 - a failed leg is a figure, not a crash
         result["error"] = "".join(traceback.format_exception_only(exc)).strip()[-2000:]
     return result
+
+
+def _update_peaks(summary: dict[str, Any]) -> dict[str, float | None]:
+    allocated, reserved = summary.get("peak_gpu_mb"), summary.get("peak_gpu_reserved_mb")
+    return {
+        "peak_allocated_gib": allocated / 1024 if allocated is not None else None,
+        "peak_reserved_gib": reserved / 1024 if reserved is not None else None,
+    }
 
 
 def _gib(figures: dict[str, Any]) -> str:

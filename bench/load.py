@@ -5,7 +5,7 @@ Reports failed requests (target 0), whether every feedback was stored exactly on
 the system's own PostgreSQL), and p50/p99 latency of a whole answer per door.
 
     python -m bench.load [--users 20] [--rounds 3] [--max-tokens 32] [--publishes 6]
-    python -m bench.load --flood [--users 3] [--rounds 4] [--max-tokens 16]
+    python -m bench.load --flood [--users 3] [--rounds 10] [--max-tokens 16]
                          [--flood-connections 8] [--flood-max-tokens 48]
 
 ``--flood``: one user floods while the others chat; their p99 with and without the flood
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import threading
 import time
@@ -317,7 +318,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=None, help="20 (3 with --flood)")
     parser.add_argument(
-        "--rounds", type=int, default=None, help="answers per user: 3 (4 with --flood)"
+        "--rounds",
+        type=int,
+        default=None,
+        help="answers per user: 3 (10 with --flood: a p99 of 12 answers is their maximum)",
     )
     parser.add_argument("--max-tokens", type=int, default=None, help="32 (16 with --flood)")
     parser.add_argument("--publishes", type=int, default=6)
@@ -329,7 +333,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.flood:
-        args.users, args.rounds = args.users or 3, args.rounds or 4
+        args.users, args.rounds = args.users or 3, args.rounds or 10
         args.max_tokens = args.max_tokens or 16
         flood(args)
         return
@@ -374,6 +378,7 @@ def flood(args: argparse.Namespace) -> None:
             flood_max_tokens=args.flood_max_tokens,
         )
     figures["user_max_streams"] = args.flood_user_streams
+    figures["judge_yield_s"] = float(os.environ.get("PARLEY_JUDGE_YIELD_S") or 10.0)
     print_summary(figures)
     record("load-flood", {k: v for k, v in figures.items() if k != "failure_reasons"})
 

@@ -56,8 +56,9 @@ FEEDBACK_KINDS = ("thumbs", "comments", "corrections", "next_state")
 GATE_MAX_KL = 0.5
 GATE_MAX_PPL_RATIO = 1.15
 GATE_MAX_FEEDBACK_DROP = 0.05  # the webapp's defaults (PARLEY_GATE_*), kept equal by hand
-GATE_MAX_DEGENERATE_EXTRA = 0
+GATE_MAX_DEGENERATE_EXTRA = 1
 BATCH_SIZE = 8
+PROBE_TOKENS = 24  # the webapp's probe answers (train_and_probe's max_new_tokens)
 CHAT_TEMPERATURE = 0.7
 NEGATIVE_NEXT = "No, that's not what I asked for. {comment}"
 POSITIVE_NEXT = "Thanks, perfect!"
@@ -112,7 +113,9 @@ class ReplayOptions:
     gate_max_ppl_ratio: float = GATE_MAX_PPL_RATIO
     second_preference: Preference | None = None  # the user changes their mind ...
     switch_after: int = 0  # ... after this many versions
-    probe_tokens: int = 24
+    probe_tokens: int = PROBE_TOKENS
+    max_degenerate_extra: int = GATE_MAX_DEGENERATE_EXTRA
+    device: str = "cpu"  # "cuda": the same fp32 arithmetic on a GPU (labelled in the figures)
 
 
 def react(preference: Preference, answer: str, feedback: str) -> UserReaction:
@@ -187,7 +190,7 @@ def judged_sample(answer: Answer, reaction: UserReaction, tokenizer: Any) -> tup
     return sample, verdict
 
 
-def load_serving_model(model_dir: Path, adapter_dir: Path | None) -> Any:
+def load_serving_model(model_dir: Path, adapter_dir: Path | None, device: str = "cpu") -> Any:
     """The policy as serving runs it: the fp32 base, with the live adapter when there is one."""
     import torch
     from peft import PeftModel
@@ -196,7 +199,7 @@ def load_serving_model(model_dir: Path, adapter_dir: Path | None) -> Any:
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
     if adapter_dir is not None:
         model = PeftModel.from_pretrained(model, str(adapter_dir))
-    return model.eval()
+    return model.to(device).eval()
 
 
 def generate(
@@ -223,6 +226,7 @@ def generate(
     width = max(len(ids) for ids in prompt_ids)
     input_ids = torch.tensor([[pad_id] * (width - len(ids)) + ids for ids in prompt_ids])
     attention = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompt_ids])
+    input_ids, attention = input_ids.to(model.device), attention.to(model.device)
     sampling: dict[str, Any] = (
         {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
         if temperature > 0
@@ -276,11 +280,22 @@ def score_splits(
 
 
 def update_config(options: ReplayOptions) -> Any:
-    """UpdateConfig's defaults, with the algorithm, the seed and any explicit override."""
+    """UpdateConfig's defaults, with the algorithm, the seed and any explicit override. On a
+    GPU the base stays fp32 without gradient checkpointing, so the arithmetic is the CPU's."""
     from trainer.config import UpdateConfig
 
+    same_as_cpu = (
+        {"base_dtype": "float32", "gradient_checkpointing": False}
+        if options.device != "cpu"
+        else {}
+    )
     return UpdateConfig(
-        **{"algorithm": options.algorithm, "seed": options.seed, **options.overrides}
+        **{
+            "algorithm": options.algorithm,
+            "seed": options.seed,
+            **same_as_cpu,
+            **options.overrides,
+        }
     )
 
 
@@ -294,7 +309,7 @@ def gate(probe: dict[str, float], base_probe: dict[str, float], options: ReplayO
         options.gate_max_kl,
         options.gate_max_ppl_ratio,
         max_feedback_drop=GATE_MAX_FEEDBACK_DROP,
-        max_degenerate_extra=GATE_MAX_DEGENERATE_EXTRA,
+        max_degenerate_extra=options.max_degenerate_extra,
     )
 
 
@@ -304,8 +319,11 @@ def run_replay(
     *,
     work_dir: Path | None = None,
     progress: bool = True,
+    partial: Path | None = None,
 ) -> dict[str, Any]:
-    """Run ``options.versions`` updates; return the figures (one entry per version, v0 first)."""
+    """Run ``options.versions`` updates; return the figures (one entry per version, v0 first).
+    ``partial``: a JSON file rewritten after every version with the figures so far (marked
+    ``"partial": true``), so a run stopped at a deadline still leaves its curve."""
     from tqdm import tqdm
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -324,7 +342,7 @@ def run_replay(
     own_dir = work_dir is None
     work = work_dir or Path(tempfile.mkdtemp(prefix="parley-replay-"))
     live: Path | None = None
-    model = load_serving_model(options.model_dir, None)
+    model = load_serving_model(options.model_dir, None, options.device)
     started = time.perf_counter()
     scores = score_splits(model, tokenizer, splits, preferences, max_new_tokens=options.eval_tokens)
     versions: list[dict[str, Any]] = [
@@ -386,7 +404,7 @@ def run_replay(
                     base_model_dir=options.model_dir,
                     init_adapter_dir=live,
                     out_adapter_dir=out_dir,
-                    device="cpu",
+                    device=options.device,
                     max_new_tokens=options.probe_tokens,
                 ):
                     if metrics.get("done"):
@@ -409,7 +427,7 @@ def run_replay(
                     shutil.rmtree(out_dir, ignore_errors=True)
                 if passed:
                     evaluated = time.perf_counter()
-                    model = load_serving_model(options.model_dir, live)
+                    model = load_serving_model(options.model_dir, live, options.device)
                     entry["scores"] = score_splits(
                         model,
                         tokenizer,
@@ -433,11 +451,30 @@ def run_replay(
                 f"v{number}: {shown} | ppl×{entry['ppl_ratio']:.3f} | {outcome}"
                 f" | {entry['seconds']:.0f}s"
             )
+            if partial is not None:
+                so_far = figures_of(options, config, splits, turns, met, judge, versions, started)
+                partial.parent.mkdir(parents=True, exist_ok=True)
+                partial.write_text(json.dumps({**so_far, "partial": True}) + "\n")
     finally:
         bar.close()
         del model
         if own_dir:
             shutil.rmtree(work, ignore_errors=True)
+    return figures_of(options, config, splits, turns, met, judge, versions, started)
+
+
+def figures_of(
+    options: ReplayOptions,
+    config: Any,
+    splits: dict[str, list[str]],
+    turns: int,
+    met: int,
+    judge: dict[str, int],
+    versions: list[dict[str, Any]],
+    started: float,
+) -> dict[str, Any]:
+    """A run's figures (what ``bench/results/replay-*.json`` holds)."""
+    done = len(versions) - 1
     return {
         "mode": MODE,
         "preference": options.preference.name,
@@ -451,23 +488,32 @@ def run_replay(
         "gen_tokens": options.gen_tokens,
         "eval_tokens": options.eval_tokens,
         "eval_prompts": {name: len(items) for name, items in splits.items()},
+        "device": options.device,
         "overrides": dict(options.overrides),
         "config": dataclasses.asdict(config),
-        "gate": {"max_kl": options.gate_max_kl, "max_ppl_ratio": options.gate_max_ppl_ratio},
+        "gate": {
+            "max_kl": options.gate_max_kl,
+            "max_ppl_ratio": options.gate_max_ppl_ratio,
+            "max_degenerate_extra": options.max_degenerate_extra,
+        },
+        "probe_tokens": options.probe_tokens,
         "turns": turns,
         "answers_meeting_preference": met,
         "judge": judge,
         "versions": versions,
         "summary": summarise(versions, options.preference.name),
         "seconds": time.perf_counter() - started,
-        "seconds_per_version": (time.perf_counter() - started) / max(options.versions, 1),
+        "seconds_per_version": (time.perf_counter() - started) / max(done, 1),
     }
 
 
 def summarise(versions: list[dict[str, Any]], preference: str) -> dict[str, Any]:
     """Per split: the score at v0, at v8 and v16 (when reached), the best and when it came."""
     result: dict[str, Any] = {
-        "worst_ppl_ratio": max(v["ppl_ratio"] for v in versions if v["ppl_ratio"] is not None),
+        # of the versions served (a refused candidate's perplexity is why it was refused)
+        "worst_ppl_ratio": max(
+            v["ppl_ratio"] for v in versions if v["ppl_ratio"] is not None and v["published"]
+        ),
         "refused": [v["version"] for v in versions if not v["published"]],
     }
     for split in versions[0]["scores"][preference]:
@@ -495,6 +541,13 @@ def write_figures(figures: dict[str, Any], out_dir: Path, *, record_line: bool =
         stem += f"-batch{figures['batch_size']}"
     if figures["overrides"]:
         stem += "-" + "-".join(f"{k}{v}" for k, v in sorted(figures["overrides"].items()))
+    extra = (figures.get("gate") or {}).get("max_degenerate_extra", GATE_MAX_DEGENERATE_EXTRA)
+    if extra != GATE_MAX_DEGENERATE_EXTRA:
+        stem += f"-degenerate{extra}"
+    if figures.get("probe_tokens", PROBE_TOKENS) != PROBE_TOKENS:
+        stem += f"-probe{figures['probe_tokens']}"
+    if figures.get("device", "cpu") != "cpu":
+        stem += f"-{figures['device']}"
     path = out_dir / f"{stem}.json"
     path.write_text(json.dumps(figures, indent=2) + "\n")
     if record_line:
@@ -593,6 +646,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "work, two threads generated 5x slower than one (measured)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--device", default="cpu", help="cpu, or cuda: the same fp32 arithmetic on a GPU"
+    )
 
 
 def base_options(args: argparse.Namespace, preferences: dict[str, Preference]) -> dict[str, Any]:
@@ -605,6 +661,7 @@ def base_options(args: argparse.Namespace, preferences: dict[str, Preference]) -
         "eval_tokens": args.eval_tokens,
         "eval_splits": tuple(s for s in args.eval_splits.split(",") if s),
         "eval_limit": args.eval_limit,
+        "device": args.device,
     }
 
 

@@ -1,7 +1,8 @@
 """Sweeps and ablations in the offline replay mode (``bench.replay``): a grid of settings ×
 algorithms × feedback kinds × preferences × seeds, one replay run per cell and seed.
 
-    # settings: any UpdateConfig field, and batch_size (answers per update)
+    # settings: any UpdateConfig field, batch_size (answers per update), and the replay's
+    # gate and probe knobs max_degenerate_extra and probe_tokens
     python -m bench.sweep --names starts-with-sure all-lowercase \
         --feedback corrections comments --seeds 0 1 \
         --grid lr=1e-4,3e-4,1e-3 --grid steps_per_batch=2,4
@@ -20,11 +21,14 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import multiprocessing
 import shlex
 import statistics
 import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +37,9 @@ from bench.preferences import Preference, load_preferences, load_prompts
 from bench.replay import (
     BATCH_SIZE,
     FEEDBACK_KINDS,
+    GATE_MAX_DEGENERATE_EXTRA,
     MODE,
+    PROBE_TOKENS,
     ReplayOptions,
     add_common_arguments,
     base_options,
@@ -41,9 +47,13 @@ from bench.replay import (
     plot_if_possible,
     run_replay,
     spread,
+    summarise,
     torch_threads,
     write_figures,
 )
+
+REPLAY_SETTINGS = ("batch_size", "max_degenerate_extra", "probe_tokens")
+"""Grid keys that are the replay's own (ReplayOptions), not UpdateConfig fields."""
 
 
 def parse_grid(items: Sequence[str]) -> list[dict[str, Any]]:
@@ -54,7 +64,7 @@ def parse_grid(items: Sequence[str]) -> list[dict[str, Any]]:
         if not values:
             raise ValueError(f"{item!r}: use FIELD=V1,V2,...")
         parsed = [
-            parse_overrides([f"{key}={v}"])[key] if key != "batch_size" else int(v)
+            int(v) if key in REPLAY_SETTINGS else parse_overrides([f"{key}={v}"])[key]
             for v in values.split(",")
         ]
         axes.append((key, parsed))
@@ -73,6 +83,11 @@ def run_label(figures: dict[str, Any]) -> str:
     settings = dict(figures.get("overrides") or {})
     if figures.get("batch_size") != BATCH_SIZE:
         settings["batch_size"] = figures.get("batch_size")
+    gate = figures.get("gate") or {}
+    if gate.get("max_degenerate_extra", GATE_MAX_DEGENERATE_EXTRA) != GATE_MAX_DEGENERATE_EXTRA:
+        settings["max_degenerate_extra"] = gate["max_degenerate_extra"]
+    if figures.get("probe_tokens", PROBE_TOKENS) != PROBE_TOKENS:
+        settings["probe_tokens"] = figures["probe_tokens"]
     return settings_label(settings)
 
 
@@ -125,7 +140,7 @@ def cell_row(
             ]
         row[f"{split} best"] = [r["summary"][split]["best"] for r in runs if split in r["summary"]]
     row["judge"] = {key: sum(r["judge"][key] for r in runs) for key in ("right", "parsed", "votes")}
-    row["worst ppl×"] = [r["summary"]["worst_ppl_ratio"] for r in runs]
+    row["worst ppl×"] = [summarise(r["versions"], name)["worst_ppl_ratio"] for r in runs]
     row["refused"] = [len(r["summary"]["refused"]) for r in runs]
     row["s/version"] = [r["seconds_per_version"] for r in runs]
     return row
@@ -197,6 +212,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-at", type=int, nargs="+", default=[8])
     parser.add_argument("--label", default="", help="name of the markdown table file")
     parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="runs at once, each in its own process (a GPU box: one per CPU core)",
+    )
+    parser.add_argument(
         "--collect",
         type=Path,
         nargs="+",
@@ -233,14 +254,14 @@ def _sweep(
     rows: list[dict[str, Any]] = []
     splits = list(common["eval_splits"])
     cells = list(itertools.product(grid, args.algorithms, args.feedback, args.names))
+    jobs = []
     for number, (settings, algorithm, feedback, name) in enumerate(cells, 1):
-        overrides = {k: v for k, v in settings.items() if k != "batch_size"}
-        cell_runs = []
+        overrides = {k: v for k, v in settings.items() if k not in REPLAY_SETTINGS}
+        replay_settings = {k: v for k, v in settings.items() if k in REPLAY_SETTINGS}
         for seed in args.seeds:
-            print(
-                f"bench | cell {number}/{len(cells)}: {settings_label(settings)} · "
-                f"{algorithm} · {feedback} · {name} · seed {seed}",
-                flush=True,
+            title = (
+                f"cell {number}/{len(cells)}: {settings_label(settings)} · "
+                f"{algorithm} · {feedback} · {name} · seed {seed}"
             )
             options = ReplayOptions(
                 preference=preferences[name],
@@ -248,15 +269,48 @@ def _sweep(
                 algorithm=algorithm,
                 seed=seed,
                 overrides=overrides,
-                **{**common, "batch_size": settings.get("batch_size", common["batch_size"])},
+                **{**common, **replay_settings},
             )
-            figures = run_replay(options, prompts, progress=not args.quiet)
-            figures.update(command=command, settings_label=settings_label(settings))
-            write_figures(figures, args.out_dir)
-            cell_runs.append(figures)
+            jobs.append(Job(title, options, settings_label(settings), command, args.out_dir))
+    if args.jobs > 1:
+        # Spawned processes (CUDA cannot fork); each writes its run's file as it ends.
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
+            done = list(pool.map(run_job, jobs, itertools.repeat((prompts, False, args.threads))))
+    else:
+        done = [run_job(job, (prompts, not args.quiet, 0)) for job in jobs]
+    per_seed = len(args.seeds)
+    for start in range(0, len(done), per_seed):
+        cell_runs = done[start : start + per_seed]
         runs.extend(cell_runs)
         rows.append(cell_row(cell_runs, splits, args.report_at))
     return write_table(args, rows, runs, splits, command)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One replay run of a sweep: a cell's settings with one seed."""
+
+    title: str
+    options: ReplayOptions
+    settings_label: str
+    command: str
+    out_dir: Path
+
+
+def run_job(job: Job, how: tuple[dict[str, list[str]], bool, int]) -> dict[str, Any]:
+    """Run one replay and write its figures (in this process or a pool's)."""
+    prompts, progress, threads = how
+    print(f"bench | {job.title}", flush=True)
+    slug = "".join(c if c.isalnum() or c in "-_.=" else "_" for c in job.title.split(": ")[-1])
+    partial = job.out_dir / "partial" / f"{slug}.json"
+    with torch_threads(threads):
+        figures = run_replay(job.options, prompts, progress=progress, partial=partial)
+    figures.update(command=job.command, settings_label=job.settings_label)
+    write_figures(figures, job.out_dir)
+    partial.unlink(missing_ok=True)
+    print(f"bench | done {job.title} in {figures['seconds']:.0f} s", flush=True)
+    return figures
 
 
 def write_table(

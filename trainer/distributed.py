@@ -113,7 +113,8 @@ def launch_command(
             sys.executable,
             "-m",
             "accelerate.commands.launch",
-            "--multi_gpu",
+            # accelerate refuses --multi_gpu with one process (seen on an H200).
+            *(["--multi_gpu"] if processes > 1 else []),
             "--num_machines",
             "1",
             "--num_processes",

@@ -230,6 +230,10 @@ JUDGE_VOTES = env_int("PARLEY_JUDGE_VOTES", 3)
 USER_MAX_JUDGING = env_int("PARLEY_USER_MAX_JUDGING", 1)
 USER_JUDGING_PER_MINUTE = env_int("PARLEY_USER_JUDGING_PER_MINUTE", 20)
 JUDGE_SLOT_TTL_S = env_int("PARLEY_JUDGE_SLOT_TTL_S", 600)
+# Before its LLM-judge work starts, a user's judge task waits (at most this many seconds) while
+# other users' answers are being written, so one user's feedback flood does not slow everyone
+# else's answers on the shared vLLM. 0 when the judge has its own server (JUDGE_BASE_URL).
+JUDGE_YIELD_S = env_float("PARLEY_JUDGE_YIELD_S", 0.0 if env_str("JUDGE_BASE_URL", "") else 10.0)
 JUDGE_MAX_TOKENS = env_int("PARLEY_JUDGE_MAX_TOKENS", 256)
 JUDGE_TEMPERATURE = env_float("PARLEY_JUDGE_TEMPERATURE", 0.7)
 # Turns served by a version more than this many versions behind the live one are not trained on.
@@ -250,7 +254,7 @@ GATE_MAX_KL = env_float("PARLEY_GATE_MAX_KL", 0.5)
 GATE_MAX_PPL_RATIO = env_float("PARLEY_GATE_MAX_PPL_RATIO", 1.15)
 # no more degenerate probe answers (empty, repeating, cut off, mixed scripts) of a kind than the
 # base gives, plus this many,
-GATE_MAX_DEGENERATE_EXTRA = env_int("PARLEY_GATE_MAX_DEGENERATE_EXTRA", 0)
+GATE_MAX_DEGENERATE_EXTRA = env_int("PARLEY_GATE_MAX_DEGENERATE_EXTRA", 1)
 # and on this many recent judged samples held back from the update, how much worse (nats per
 # token, signed by the feedback) the candidate may score than the live version.
 GATE_HOLDOUT_SAMPLES = env_int("PARLEY_GATE_HOLDOUT_SAMPLES", 8)

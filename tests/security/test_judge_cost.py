@@ -76,7 +76,7 @@ def judging_clean(settings):
     import redis
 
     broker = redis.Redis.from_url(settings.REDIS_URL)
-    for pattern in ("parley:judging:*", "parley:ratelimit:judging:*"):
+    for pattern in ("parley:judging:*", "parley:ratelimit:judging:*", "parley:streams:*"):
         for name in broker.scan_iter(pattern):
             broker.delete(name)
     settings.JUDGE_KIND = "llm"
@@ -101,6 +101,50 @@ def test_judge_work_is_capped_per_user_in_flight_and_per_minute(settings, judgin
         assert again  # the slot was freed; the second judgement of this minute
     with judging_slot(user_id=1, work="message:4") as third:
         assert not third  # over two a minute
+
+
+@pytest.mark.redis
+def test_judge_work_waits_while_other_users_are_answered_but_not_for_its_own(
+    settings, judging_clean
+) -> None:
+    import asyncio
+    import time
+
+    from webapp.core.limits import judging_slot, others_streaming, stream_slot_acquire
+
+    settings.USER_MAX_STREAMS = 2
+    settings.JUDGE_YIELD_S = 5
+    other = asyncio.run(stream_slot_acquire(user_id=2))
+    own = asyncio.run(stream_slot_acquire(user_id=1))
+    assert other is not None and own is not None
+    assert others_streaming(user_id=1) == 1 and others_streaming(user_id=2) == 1
+    threading.Timer(0.6, lambda: asyncio.run(other.release())).start()
+    started = time.monotonic()
+    with judging_slot(user_id=1, work="message:1") as admitted:
+        waited = time.monotonic() - started
+    assert admitted
+    assert 0.5 <= waited < 3, waited  # until user 2's answer was written, not the whole 5 s
+    assert others_streaming(user_id=1) == 0
+    started = time.monotonic()
+    with judging_slot(user_id=1, work="message:2") as admitted:  # only its own answer is live
+        assert admitted and time.monotonic() - started < 0.5
+    asyncio.run(own.release())
+
+
+@pytest.mark.redis
+def test_judge_work_waits_for_others_at_most_judge_yield_s(settings, judging_clean) -> None:
+    import asyncio
+    import time
+
+    from webapp.core.limits import judging_slot, stream_slot_acquire
+
+    settings.USER_MAX_STREAMS = 2
+    settings.JUDGE_YIELD_S = 0.5
+    busy = asyncio.run(stream_slot_acquire(user_id=2))  # never ends while we wait
+    started = time.monotonic()
+    with judging_slot(user_id=1, work="message:1") as admitted:
+        assert admitted and 0.4 <= time.monotonic() - started < 2
+    asyncio.run(busy.release())
 
 
 @pytest.mark.redis

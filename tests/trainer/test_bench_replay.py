@@ -16,6 +16,7 @@ import bench.sweep
 from bench.preferences import Preference, load_prompts
 from bench.replay import Answer, judged_sample, react
 from tests.trainer.tiny import byte_tokenizer
+from trainer.config import UpdateConfig
 
 SURE = Preference.from_dict(
     {
@@ -56,7 +57,7 @@ def test_replay_records_before_it_plots_and_runs_without_matplotlib(
     }
     # next-state only: the cue judge read every next message, and every vote parsed
     assert figures["judge"]["votes"] == 4 == figures["judge"]["parsed"]
-    assert figures["config"]["lr"] == 3e-4 or "lr" not in figures["overrides"]  # the defaults
+    assert figures["config"]["lr"] == UpdateConfig().lr and not figures["overrides"]  # defaults
     for version in figures["versions"][1:]:
         assert version["ppl_ratio"] > 0 and isinstance(version["published"], bool)
     written = json.loads(next(tmp_path.glob("replay-*.json")).read_text())
@@ -73,10 +74,10 @@ def test_replay_draws_only_after_the_figures_are_written(
     )
     monkeypatch.setattr(bench.replay, "plot", lambda figures, path: order.append("plot"))
     argv = ["--model-dir", str(tiny_model_dir), "--out-dir", str(tmp_path), *TINY]
-    assert bench.replay.main([*argv, "--feedback", "corrections", "--set", "lr=1e-3"]) == 0
+    assert bench.replay.main([*argv, "--feedback", "corrections", "--set", "lr=2e-3"]) == 0
     assert order == ["write", "plot"]
     [(_, figures)] = events
-    assert figures["overrides"] == {"lr": 0.001} and figures["config"]["lr"] == 0.001
+    assert figures["overrides"] == {"lr": 0.002} and figures["config"]["lr"] == 0.002
 
 
 def test_sweep_writes_its_table_with_the_mode(
@@ -96,6 +97,54 @@ def test_sweep_writes_its_table_with_the_mode(
     assert bench.sweep.main([*again, "--out-dir", str(tmp_path), "--label", "c"]) == 0
     collected = (tmp_path / "sweep-c.md").read_text()
     assert collected.count("| replay | batch_size=") == 2 and "| 1 |" in collected
+
+
+def test_a_parallel_sweep_runs_each_cell_in_its_own_process(
+    tiny_model_dir: Path, tmp_path: Path, events, monkeypatch
+) -> None:
+    results = tmp_path / "results.jsonl"
+    monkeypatch.setenv("PARLEY_BENCH_RESULTS", str(results))  # the workers' record lines
+    argv = ["--model-dir", str(tiny_model_dir), "--out-dir", str(tmp_path), *TINY, "--no-plot"]
+    argv += ["--versions", "1", "--eval-splits", "held_out", "--label", "p", "--jobs", "2"]
+    argv += ["--grid", "max_degenerate_extra=0,3", "--report-at", "1"]
+    assert bench.sweep.main(argv) == 0
+    runs = sorted(tmp_path.glob("replay-*.json"))
+    assert [p.name.endswith("-degenerate3.json") for p in runs].count(True) == 1 == len(runs) - 1
+    assert [json.loads(p.read_text())["gate"]["max_degenerate_extra"] for p in runs] in (
+        [0, 3],
+        [3, 0],
+    )
+    assert len(results.read_text().splitlines()) == 2  # one line per run, from the workers
+    assert not list((tmp_path / "partial").glob("*.json"))  # finished runs leave no partial
+    table = (tmp_path / "sweep-p.md").read_text()
+    assert "| replay | max_degenerate_extra=0 |" in table
+    assert "| replay | max_degenerate_extra=3 |" in table
+
+
+def test_a_run_stopped_early_leaves_its_curve_so_far(tiny_model_dir: Path, tmp_path: Path) -> None:
+    from bench.preferences import load_preferences
+
+    [sure] = [
+        p
+        for p in load_preferences(bench.replay.ROOT / "bench" / "data" / "preferences.json")
+        if p.name == "starts-with-sure"
+    ]
+    options = bench.replay.ReplayOptions(
+        model_dir=tiny_model_dir,
+        preference=sure,
+        versions=2,
+        batch_size=2,
+        gen_tokens=4,
+        eval_tokens=4,
+        eval_limit=2,
+        eval_splits=("held_out",),
+    )
+    prompts = load_prompts(bench.replay.ROOT / "bench" / "data" / "prompts.json")
+    partial = tmp_path / "partial.json"
+    figures = bench.replay.run_replay(options, prompts, progress=False, partial=partial)
+    written = json.loads(partial.read_text())
+    assert written["partial"] is True and written["versions"] == figures["versions"]
+    assert written["summary"] == figures["summary"]
 
 
 def test_the_long_run_switches_the_preference(tiny_model_dir: Path, tmp_path: Path, events) -> None:

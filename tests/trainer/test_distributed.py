@@ -51,6 +51,7 @@ def test_accelerate_command_starts_one_process_per_gpu_on_one_machine() -> None:
         "--dynamo_backend no -m trainer.distributed --request /data/adapters/update-7/request.json"
     )
     assert "--main_process_port 29611" in " ".join(launch_command("r.json", 4, port=29611))
+    assert "--multi_gpu" not in launch_command("r.json", 1)  # accelerate refuses it with one
 
 
 def test_torchrun_command_picks_a_free_port_unless_given_one() -> None:
@@ -172,6 +173,9 @@ def _free_port() -> int:
         # accelerate launch --multi_gpu, the production command, falls back to gloo on the CPU.
         # Micro-batches of 3, 3 and 2 rows: rank 0 gets two and the one correction, rank 1 one.
         ("accelerate", 2, 3),
+        # One process: accelerate refuses --multi_gpu with one (found on an H200), so the
+        # command leaves it out and the rank runs without a process group.
+        ("accelerate", 1, 4),
         # Micro-batches of 4 and 4 and one correction: rank 2 has nothing and adds zeros.
         ("torchrun", 3, 4),
     ],

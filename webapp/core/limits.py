@@ -5,7 +5,8 @@
 - ``stream_slot_acquire``: a user's answers being written at once, websocket and /v1
   together. A slot is an entry in a sorted set scored by its expiry, so a process that dies
   mid-answer (and never releases) leaks it for ``STREAM_SLOT_TTL_S`` at most.
-- ``judging_slot``: a user's LLM-judge work in flight and started a minute (judge workers).
+- ``judging_slot``: a user's LLM-judge work in flight and started a minute (judge workers);
+  it starts once other users' answers are written, or after ``JUDGE_YIELD_S`` at most.
 
 Both fail open: if Redis cannot be reached, requests are served, not refused (a limiter that
 refuses everyone is worse than none for a one-person instance).
@@ -103,13 +104,44 @@ class StreamSlot:
             return
         token, self.token = self.token, ""
         try:
-            await _redis().zrem(_streams_name(self.user_id), token)
+            pipe = _redis().pipeline()
+            pipe.zrem(_streams_name(self.user_id), token)
+            pipe.zrem(_ALL_STREAMS, f"{self.user_id}:{token}")
+            await pipe.execute()
         except _UNAVAILABLE:
             log.warning("could not release a stream slot; it expires on its own", exc_info=True)
 
 
 def _streams_name(user_id: int) -> str:
     return f"parley:streams:{user_id}"
+
+
+_ALL_STREAMS = "parley:streams:all"
+"""Every user's stream slots, members ``<user id>:<token>`` scored by their expiry."""
+
+
+def others_streaming(*, user_id: int) -> int:
+    """Answers being written now for users other than ``user_id`` (0 if Redis is away)."""
+    now = time.time()
+    try:
+        members = _sync_redis().zrangebyscore(_ALL_STREAMS, now, "+inf")
+    except _UNAVAILABLE:
+        return 0
+    mine = f"{user_id}:".encode()
+    return sum(not member.startswith(mine) for member in members)
+
+
+def _yield_to_others(user_id: int) -> float:
+    """Wait while other users' answers are being written, ``JUDGE_YIELD_S`` at most; the
+    seconds waited. Their answers then get the shared vLLM to themselves, and one user's
+    judge work cannot push back everyone else's (it still runs: the wait is bounded)."""
+    limit = settings.JUDGE_YIELD_S
+    started = time.monotonic()
+    while limit > 0 and time.monotonic() - started < limit:
+        if not others_streaming(user_id=user_id):
+            break
+        time.sleep(0.1)
+    return time.monotonic() - started
 
 
 async def stream_slot_acquire(*, user_id: int) -> StreamSlot | None:
@@ -127,7 +159,13 @@ async def stream_slot_acquire(*, user_id: int) -> StreamSlot | None:
     except _UNAVAILABLE:
         log.warning("stream limiter unavailable; serving without it", exc_info=True)
         return StreamSlot(user_id)
-    return StreamSlot(user_id, token) if taken == 1 else None
+    if taken != 1:
+        return None
+    try:  # every user's slots in one set too, for the judge to see who else is being answered
+        await _redis().zadd(_ALL_STREAMS, {f"{user_id}:{token}": now + ttl})
+    except _UNAVAILABLE:
+        log.warning("could not record a stream slot", exc_info=True)
+    return StreamSlot(user_id, token)
 
 
 def streams_refused_message(limit: int) -> str:
@@ -185,6 +223,9 @@ def judging_slot(*, user_id: int | None, work: str) -> Iterator[bool]:
         yield False
         return
     try:
+        waited = _yield_to_others(user_id)
+        if waited >= 0.1:
+            log.info("judge work %s waited %.1f s for other users' answers", work, waited)
         yield True
     finally:
         try:
