@@ -11,7 +11,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,8 @@ class RunningSystem:
     api_key: str
     var_dir: Path
     env: dict[str, str]
+    log: list[str] = field(default_factory=list)
+    """The system's output so far (every process, as the launcher prints it)."""
 
     @property
     def vllm_headers(self) -> dict[str, str]:
@@ -86,7 +88,12 @@ def running_system(extra_env: dict[str, str] | None = None) -> Iterator[RunningS
             check=True,
         ).stdout.strip()
         yield RunningSystem(
-            f"http://127.0.0.1:{web_port}", f"http://127.0.0.1:{vllm_port}/v1", key, var_dir, env
+            f"http://127.0.0.1:{web_port}",
+            f"http://127.0.0.1:{vllm_port}/v1",
+            key,
+            var_dir,
+            env,
+            launcher.lines,
         )
     finally:
         launcher.interrupt()

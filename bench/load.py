@@ -5,7 +5,7 @@ Reports failed requests (target 0), whether every feedback was stored exactly on
 the system's own PostgreSQL), and p50/p99 latency of a whole answer per door.
 
     python -m bench.load [--users 20] [--rounds 3] [--max-tokens 32] [--publishes 6]
-    python -m bench.load --flood [--users 3] [--rounds 10] [--max-tokens 16]
+    python -m bench.load --flood [--users 3] [--rounds 10] [--cycles 3] [--max-tokens 16]
                          [--flood-connections 8] [--flood-max-tokens 48]
 
 ``--flood``: one user floods while the others chat; their p99 with and without the flood
@@ -329,6 +329,9 @@ def main() -> None:
     parser.add_argument("--flood-connections", type=int, default=8)
     parser.add_argument("--flood-max-tokens", type=int, default=48)
     parser.add_argument(
+        "--cycles", type=int, default=3, help="--flood: alone/flood phase pairs, alternated"
+    )
+    parser.add_argument(
         "--flood-user-streams", type=int, default=2, help="PARLEY_USER_MAX_STREAMS for the run"
     )
     args = parser.parse_args()
@@ -362,6 +365,21 @@ def main() -> None:
     record("load", {k: v for k, v in figures.items() if k != "failure_reasons"})
 
 
+WAITED = re.compile(r"judge work \S+ waited ([0-9.]+) s for other users' answers")
+
+
+def system_activity(log: list[str]) -> dict[str, Any]:
+    """What the system did beside the answers, read from its log: judge tasks that waited for
+    other users' answers (and how long), judge tasks run, training updates that finished."""
+    waits = [float(m.group(1)) for line in log if (m := WAITED.search(line))]
+    return {
+        "judge_waits": len(waits),
+        "judge_wait_mean_s": round(sum(waits) / len(waits), 2) if waits else 0.0,
+        "judge_tasks_done": sum("judge_message[" in line and "succeeded" in line for line in log),
+        "updates_trained": sum("train_update[" in line and "succeeded" in line for line in log),
+    }
+
+
 def flood(args: argparse.Namespace) -> None:
     from bench.load_flood import FLOOD_ENV, print_summary, run_flood
 
@@ -376,7 +394,9 @@ def flood(args: argparse.Namespace) -> None:
             max_tokens=args.max_tokens,
             flood_connections=args.flood_connections,
             flood_max_tokens=args.flood_max_tokens,
+            cycles=args.cycles,
         )
+        figures.update(system_activity(system.log))
     figures["user_max_streams"] = args.flood_user_streams
     figures["judge_yield_s"] = float(os.environ.get("PARLEY_JUDGE_YIELD_S") or 10.0)
     print_summary(figures)

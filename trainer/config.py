@@ -82,7 +82,14 @@ class UpdateConfig:
     """Weight of the per-token teacher − old advantage in the combined advantage."""
 
     sft_coef: float = 0.5
-    """Weight of the supervised loss on a user's correction (the answer they wrote)."""
+    """Weight of the supervised loss on a user's correction (the answer they wrote), and on
+    a hint's refinement (see refine_max_tokens)."""
+
+    refine_max_tokens: int = 64
+    """Hint refinement (``trainer.refine``): each hinted sample without a user's correction is
+    given the teacher's greedy answer to the hinted prompt, at most this many tokens, trained
+    like a correction under the prompt the user sent. 0 turns it off (then a comment teaches
+    through OPD alone)."""
 
     use_running_baseline: bool = False
     """Subtract a running mean of rewards from rewards that are not in a GRPO group (groups of
@@ -140,6 +147,8 @@ class UpdateConfig:
         if unsupported:
             raise ValueError(f"vLLM cannot serve LoRA on {sorted(unsupported)}")
         algorithm_get(self.algorithm)  # ValueError naming the known algorithms
+        if self.refine_max_tokens < 0:
+            raise ValueError(f"refine_max_tokens must be 0 or more, not {self.refine_max_tokens}")
         if self.old_logp_source not in ("recompute", "sampler"):
             raise ValueError(f"unknown old_logp_source {self.old_logp_source!r}")
         if self.teacher not in ("base", "policy"):

@@ -62,6 +62,7 @@ from trainer.policy import (
     trainable_parameters,
 )
 from trainer.ranks import World, reduce_across, sum_gradients
+from trainer.refine import eos_token_ids, refine_with_hints
 
 
 @dataclass
@@ -109,6 +110,11 @@ def run_update(
     dev = next(model.parameters()).device
     pad_id = model.config.pad_token_id or 0
     use_rl, use_opd = ALGORITHM_SIGNALS[config.algorithm]
+    refine_started = time.perf_counter()
+    samples, refined = refine_with_hints(
+        model, samples, config, eos_ids=eos_token_ids(model), pad_id=pad_id
+    )
+    refine_seconds = time.perf_counter() - refine_started
     reward_adv, baseline = reward_advantages(config, samples)
 
     def trains_pg(s: Sample) -> bool:
@@ -232,6 +238,8 @@ def run_update(
         "samples": len(samples),
         "pg_samples": len(pg_rows),
         "sft_samples": len(sft_rows),
+        "refined_samples": refined,
+        "refine_seconds": refine_seconds,
         "baseline": baseline,
         "processes": world.world_size,
         "setup_seconds": setup_seconds,

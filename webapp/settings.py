@@ -245,6 +245,8 @@ TRAIN_ALGORITHM = env_str("PARLEY_TRAIN_ALGORITHM", "combined")
 # Overrides of trainer.config.UpdateConfig defaults (empty: the dataclass's own default).
 TRAIN_LR = env_float("PARLEY_TRAIN_LR", 0.0) or None
 TRAIN_STEPS = env_int("PARLEY_TRAIN_STEPS", 0) or None
+# Hint refinement's longest answer (trainer.refine); 0 turns it off; unset: UpdateConfig's 64.
+TRAIN_REFINE_MAX_TOKENS = env_int("PARLEY_TRAIN_REFINE_MAX_TOKENS", -1)
 # More than 1: each update runs as that many processes, one per GPU (accelerate launch).
 TRAIN_PROCESSES = env_int("PARLEY_TRAIN_PROCESSES", 1)
 # The probe gate refuses a candidate that is broken or worse, never one that is different:

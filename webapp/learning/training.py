@@ -63,6 +63,8 @@ def update_config() -> dict[str, Any]:
         overrides["lr"] = settings.TRAIN_LR
     if settings.TRAIN_STEPS:
         overrides["steps_per_batch"] = settings.TRAIN_STEPS
+    if settings.TRAIN_REFINE_MAX_TOKENS >= 0:
+        overrides["refine_max_tokens"] = settings.TRAIN_REFINE_MAX_TOKENS
     return dataclasses.asdict(UpdateConfig(**overrides))
 
 
