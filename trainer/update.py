@@ -111,9 +111,11 @@ def run_update(
     pad_id = model.config.pad_token_id or 0
     use_rl, use_opd = ALGORITHM_SIGNALS[config.algorithm]
     refine_started = time.perf_counter()
-    samples, refined = refine_with_hints(
-        model, samples, config, eos_ids=eos_token_ids(model), pad_id=pad_id
-    )
+    refined = 0
+    if use_opd:  # hints are the OPD signal: an RL-only update ignores them, refined or not
+        samples, refined = refine_with_hints(
+            model, samples, config, eos_ids=eos_token_ids(model), pad_id=pad_id
+        )
     refine_seconds = time.perf_counter() - refine_started
     reward_adv, baseline = reward_advantages(config, samples)
 

@@ -149,7 +149,10 @@ def test_rl_only_ignores_hints_and_opd_only_ignores_rewards(
     opd = _run(UpdateConfig(algorithm="opd"), samples, tiny_model_dir, tmp_path / "opd")[-1]
     assert rl["pg_samples"] == sum(s.reward is not None for s in samples)
     assert opd["pg_samples"] == sum(s.hint is not None for s in samples)
-    assert rl["sft_samples"] == opd["sft_samples"] == 0
+    assert rl["sft_samples"] == rl["refined_samples"] == 0  # RL-only: hints are not refined
+    # OPD refines each hint into an answer of the teacher's, trained like a correction
+    hinted = sum(s.hint is not None for s in samples)
+    assert opd["sft_samples"] == opd["refined_samples"] == hinted > 0
 
 
 def test_micro_batch_size_does_not_change_the_update(tiny_model_dir: Path, tmp_path: Path) -> None:
