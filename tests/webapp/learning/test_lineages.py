@@ -218,3 +218,23 @@ def test_shared_scope_trains_one_lineage_on_everyones_feedback(settings, alice, 
     version = update.produced_version
     assert version.owner is None and policy_version_live() == version
     assert policy_version_for(user=alice) == version == policy_version_for(user=bob)
+
+
+def test_an_answers_age_counts_only_versions_of_its_owners_lineage(settings, alice, bob) -> None:
+    """Answers from more than PARLEY_SAMPLE_MAX_VERSION_LAG versions back are not trained on;
+    other users' versions (numbered in between) do not make alice's answers old."""
+    from webapp.learning.services import ineligibility
+
+    settings.SAMPLE_MAX_VERSION_LAG, settings.TRAIN_BATCH_SIZE = 1, 1
+    answer = AnswerFactory(parent__conversation__owner=alice)  # served by the shared base
+    run, push = FakeRun(), FakePush()
+    for _ in range(3):
+        _samples(bob, 1)
+        _train_next(run, push)
+    assert policy_version_for(user=bob).number == 3
+    assert ineligibility(message=answer) is None
+    for _ in range(2):
+        _samples(alice, 1)
+        _train_next(run, push)
+    assert policy_version_for(user=alice).number == 5
+    assert "more than 1 behind" in ineligibility(message=answer)
