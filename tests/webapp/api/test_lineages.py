@@ -8,7 +8,7 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.test import AsyncClient
 
 from tests.webapp.api.test_endpoints import _chunks
@@ -60,7 +60,7 @@ async def _ask(secret: str) -> tuple[str, Message]:
         headers={"Authorization": f"Bearer {secret}"},
     )
     assert response.status_code == 200, response.content
-    answer = await sync_to_async(
+    answer = await database_sync_to_async(
         lambda: (
             Message.objects.select_related("policy_version", "conversation__owner")
             .filter(role="assistant")
@@ -96,7 +96,7 @@ async def test_a_user_without_an_adapter_gets_the_shared_live_version(
         PolicyVersion.objects.filter(number=0).update(status="retired")
         return PolicyVersion.objects.create(number=2, status="live", adapter_path=str(tmp_path))
 
-    shared = await sync_to_async(publish_shared)()
+    shared = await database_sync_to_async(publish_shared)()
     label, answer = await _ask(lineages["bob"])
     assert label == "v2" and answer.policy_version_id == shared.pk
     assert served[-1] == {"model": "parley-v2", "adapter": str(tmp_path)}
