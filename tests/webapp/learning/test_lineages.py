@@ -238,3 +238,27 @@ def test_an_answers_age_counts_only_versions_of_its_owners_lineage(settings, ali
         _train_next(run, push)
     assert policy_version_for(user=alice).number == 5
     assert "more than 1 behind" in ineligibility(message=answer)
+
+
+def test_resetting_a_lineage_goes_back_to_the_shared_version_and_trains_from_it(
+    settings, alice, bob
+) -> None:
+    from webapp.learning.workflows.publishing import policy_lineage_reset
+
+    settings.TRAIN_BATCH_SIZE = 1
+    run, push = FakeRun(), FakePush()
+    _samples(alice, 1)
+    first = _train_next(run, push).produced_version
+    _samples(bob, 1)
+    bobs = _train_next(run, push).produced_version
+
+    assert policy_lineage_reset(owner_id=alice.pk) == first
+    first.refresh_from_db()
+    assert first.status == "rolled_back" and policy_version_for(user=alice).number == 0
+    assert policy_version_for(user=bob) == bobs  # bob's lineage is not touched
+    assert policy_lineage_reset(owner_id=alice.pk) is None  # nothing live to reset
+
+    _samples(alice, 1)
+    again = _train_next(run, push)
+    assert again.base_version.number == 0 and run.jobs[-1].init_adapter_dir is None
+    assert policy_version_for(user=alice) == again.produced_version

@@ -67,3 +67,20 @@ def policy_version_publish(
         version.published_at = timezone.now()
         version.save(update_fields=["status", "published_at"])
     return version
+
+
+@transaction.atomic
+def policy_lineage_reset(*, owner_id: int) -> PolicyVersion | None:
+    """Take a user's lineage back to the shared model: their live version is marked rolled
+    back, so their requests and their next update use the shared live version again. Their
+    versions stay (nothing is wiped; any can be published again). The version that was live,
+    or None when they had none."""
+    live = (
+        PolicyVersion.objects.select_for_update()
+        .filter(owner_id=owner_id, status=PolicyVersion.Status.LIVE)
+        .first()
+    )
+    if live is not None:
+        live.status = PolicyVersion.Status.ROLLED_BACK
+        live.save(update_fields=["status"])
+    return live
