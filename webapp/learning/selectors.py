@@ -13,7 +13,10 @@ from webapp.learning.models import Judgement, PolicyVersion, Sample
 
 def lineage_owner_id(*, user: Any) -> int | None:
     """Whose lineage a user's feedback trains and whose live version answers them: their own
-    with ``PARLEY_LEARNING_SCOPE=user``, the shared one (None) with ``shared`` or no user."""
+    with ``PARLEY_LEARNING_SCOPE=user``, the shared one (None) with ``shared`` or no user.
+
+    ``user``: a user, a user's id (an API key's ``owner_id``), or None / an anonymous user.
+    """
     if settings.LEARNING_SCOPE != "user" or user is None:
         return None
     if isinstance(user, int):
