@@ -214,7 +214,11 @@ def adapter_sync_forever() -> None:
     while True:
         close_old_connections()
         try:
-            live = PolicyVersion.objects.filter(status=PolicyVersion.Status.LIVE).first()
+            # The shared lineage's live version; users' own adapters are loaded on their first
+            # request after a restart (webapp.inference.adapter_load).
+            live = PolicyVersion.objects.filter(
+                status=PolicyVersion.Status.LIVE, owner__isnull=True
+            ).first()
         except DatabaseError as exc:
             say(f"adapter-sync: cannot read the live version: {exc}")
             live = None

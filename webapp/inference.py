@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +23,9 @@ from django.conf import settings
 
 CONNECT_TIMEOUT_S = 3.0
 READ_TIMEOUT_S = 300.0
+ADAPTER_LOAD_TIMEOUT_S = 60.0
+
+log = logging.getLogger(__name__)
 
 
 class ServingUnavailable(Exception):
@@ -76,16 +81,59 @@ def next_replica() -> str:
     return next(_replicas)
 
 
+_loads: dict[tuple[str, str], asyncio.Future[float]] = {}
+
+
+async def adapter_load(*, base_url: str, name: str, path: str) -> float:
+    """Load an adapter folder into one replica under ``name``; the seconds it took.
+
+    A replica knows only the adapters loaded into it since it started (a restart forgets the
+    users' adapters; vLLM keeps up to --max-cpu-loras in memory and reloads an evicted one by
+    itself). Requests that find the same adapter missing together share one load, and an
+    adapter another request loaded meanwhile counts as loaded.
+    """
+    key = (base_url, name)
+    pending = _loads.get(key)
+    if pending is None:
+        pending = asyncio.ensure_future(_load(base_url, name, path))
+        _loads[key] = pending
+        pending.add_done_callback(lambda _: _loads.pop(key, None))
+    return await asyncio.shield(pending)
+
+
+async def _load(base_url: str, name: str, path: str) -> float:
+    url = base_url.rstrip("/").removesuffix("/v1") + "/v1/load_lora_adapter"
+    started = time.perf_counter()
+    try:
+        async with _session().post(
+            url,
+            json={"lora_name": name, "lora_path": path},
+            headers=auth_headers(),
+            timeout=aiohttp.ClientTimeout(total=ADAPTER_LOAD_TIMEOUT_S),
+        ) as response:
+            text = await response.text()
+    except (TimeoutError, aiohttp.ClientError) as exc:
+        raise ServingUnavailable(f"the model server at {url} is not answering") from exc
+    if response.status != 200 and "already" not in text.lower():
+        raise ServingError(response.status, f"loading adapter {name} failed: {text[:300]}")
+    seconds = time.perf_counter() - started
+    log.info("loaded adapter %s into %s in %.3f s", name, base_url, seconds)
+    return seconds
+
+
 async def stream_chat(
     messages: list[dict[str, Any]],
     *,
     model: str,
     params: dict[str, Any] | None = None,
     base_url: str | None = None,
+    adapter_path: str = "",
 ) -> AsyncIterator[dict[str, Any]]:
     """Stream a chat completion from vLLM, yielding each chunk (a dict) as it arrives.
 
     Always asks for the sampled token ids and their log-probs, which training needs.
+    ``adapter_path``: the folder of the adapter ``model`` names; a replica that does not know
+    that name yet (404) has it loaded first, and the request is sent again, once.
     """
     body = {
         **(params or {}),
@@ -96,10 +144,15 @@ async def stream_chat(
         "logprobs": True,
         "return_token_ids": True,
     }
-    url = (base_url or next_replica()).rstrip("/") + "/chat/completions"
+    replica = base_url or next_replica()
+    url = replica.rstrip("/") + "/chat/completions"
     complete = False
     try:
         response = await _session().post(url, json=body, headers=auth_headers())
+        if response.status == 404 and adapter_path:
+            response.close()
+            await adapter_load(base_url=replica, name=model, path=adapter_path)
+            response = await _session().post(url, json=body, headers=auth_headers())
     except (TimeoutError, aiohttp.ClientError) as exc:
         # Refused or timed out while (re)starting.
         raise ServingUnavailable(f"the model server at {url} is not answering") from exc

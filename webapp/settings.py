@@ -199,6 +199,15 @@ VLLM_API_KEY = env_str("VLLM_API_KEY", "") or (
 VLLM_DTYPE = env_str("VLLM_DTYPE", "auto")
 VLLM_MAX_MODEL_LEN = env_int("VLLM_MAX_MODEL_LEN", 2048)
 VLLM_MAX_LORA_RANK = env_int("VLLM_MAX_LORA_RANK", 16)
+# Adapters vLLM runs in one batch (GPU slots, --max-loras) and keeps in CPU memory
+# (--max-cpu-loras); past those it evicts the least recently used and reloads on demand.
+MAX_LORAS = env_int("PARLEY_MAX_LORAS", 4)
+MAX_CPU_LORAS = env_int("PARLEY_MAX_CPU_LORAS", 32)
+if MAX_LORAS < 1 or MAX_CPU_LORAS < MAX_LORAS:
+    raise ConfigError(
+        f"PARLEY_MAX_LORAS={MAX_LORAS} / PARLEY_MAX_CPU_LORAS={MAX_CPU_LORAS}: need at least "
+        "1 adapter slot, and at least as many in CPU memory as in a batch"
+    )
 VLLM_CPU_KVCACHE_SPACE = env_int("VLLM_CPU_KVCACHE_SPACE", 2)
 VLLM_GPU_MEMORY_UTILIZATION = env_float("VLLM_GPU_MEMORY_UTILIZATION", 0.85)
 VLLM_EXTRA_ARGS = env_str("VLLM_EXTRA_ARGS", "")
@@ -236,6 +245,15 @@ JUDGE_SLOT_TTL_S = env_int("PARLEY_JUDGE_SLOT_TTL_S", 600)
 JUDGE_YIELD_S = env_float("PARLEY_JUDGE_YIELD_S", 0.0 if env_str("JUDGE_BASE_URL", "") else 10.0)
 JUDGE_MAX_TOKENS = env_int("PARLEY_JUDGE_MAX_TOKENS", 256)
 JUDGE_TEMPERATURE = env_float("PARLEY_JUDGE_TEMPERATURE", 0.7)
+# Whose feedback trains which adapter: "user" (the default) gives every user their own policy
+# lineage, trained only on their feedback and served only to them; "shared" trains one lineage
+# on everyone's feedback and serves it to all (one team, one model).
+LEARNING_SCOPE = env_str("PARLEY_LEARNING_SCOPE", "user").strip().lower()
+if LEARNING_SCOPE not in ("user", "shared"):
+    raise ConfigError(
+        f"PARLEY_LEARNING_SCOPE={LEARNING_SCOPE!r}: use 'user' (each person trains their own "
+        "adapter, the default) or 'shared' (one adapter learns from everyone)"
+    )
 # Turns served by a version more than this many versions behind the live one are not trained on.
 SAMPLE_MAX_VERSION_LAG = env_int("PARLEY_SAMPLE_MAX_VERSION_LAG", 4)
 # Training: an update runs when this many samples are ready, or the oldest has waited this long.

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,3 +50,21 @@ def test_embedded_secret_key_is_generated_once_and_kept(monkeypatch, tmp_path: P
     assert len(first) >= 50
     assert secret_key(debug=False, embedded=True, var_dir=tmp_path) == first
     assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0
+
+
+def _import_settings(**env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "import webapp.settings as s; print(s.LEARNING_SCOPE)"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_learning_scope_defaults_to_user_and_refuses_an_unknown_value() -> None:
+    assert _import_settings().stdout.strip() == "user"
+    assert _import_settings(PARLEY_LEARNING_SCOPE="shared").stdout.strip() == "shared"
+    refused = _import_settings(PARLEY_LEARNING_SCOPE="team")
+    assert refused.returncode != 0
+    assert "PARLEY_LEARNING_SCOPE='team': use 'user'" in refused.stderr

@@ -223,3 +223,25 @@ def test_the_serve_command_names_the_live_adapter_in_lora_modules(tmp_path) -> N
     adapter.rmdir()  # the folder is gone (a moved var/): start on the base model, not crash
     args, _ = vllm_command()
     assert "--lora-modules" not in args
+
+
+def test_the_serve_command_sizes_adapter_memory_and_loads_every_lineages_live_adapter(
+    tmp_path, settings, alice
+) -> None:
+    settings.MAX_LORAS, settings.MAX_CPU_LORAS = 3, 2
+    folders = {name: tmp_path / name for name in ("shared", "alice", "old")}
+    for folder in folders.values():
+        folder.mkdir()
+    PolicyVersion.objects.filter(status=PolicyVersion.Status.LIVE).update(
+        status=PolicyVersion.Status.RETIRED
+    )
+    PolicyVersion.objects.create(number=4, adapter_path=str(folders["shared"]), status="live")
+    PolicyVersion.objects.create(
+        number=5, owner=alice, adapter_path=str(folders["alice"]), status="live"
+    )
+    PolicyVersion.objects.create(number=6, adapter_path=str(folders["old"]), status="retired")
+    args, _ = vllm_command()
+    assert args[args.index("--max-loras") + 1] == "3"
+    assert args[args.index("--max-cpu-loras") + 1] == "2"
+    modules = [args[i + 1] for i, arg in enumerate(args) if arg == "--lora-modules"]
+    assert modules == [f"parley-v4={folders['shared']}", f"parley-v5={folders['alice']}"]

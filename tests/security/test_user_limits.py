@@ -80,7 +80,7 @@ def model(monkeypatch):
     """A scripted model server for both front doors."""
     from webapp.chat import consumers
 
-    async def fake_stream(messages, *, model, params=None, base_url=None):
+    async def fake_stream(messages, *, model, params=None, base_url=None, adapter_path=""):
         for chunk in _chunks("fine"):
             yield chunk
 

@@ -9,7 +9,7 @@ import pytest
 from aiohttp import web
 
 from tests.helpers import free_port
-from webapp.inference import ServingError, ServingUnavailable, stream_chat
+from webapp.inference import ServingError, ServingUnavailable, adapter_load, stream_chat
 
 CHUNKS = [
     {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
@@ -28,16 +28,28 @@ class FakeVllm:
         self.disconnected = asyncio.Event()
         self.endless = False
         self.cut_short = False
+        self.adapters: dict[str, str] = {}
+        self.loads: list[dict] = []
+
+    async def load_lora_adapter(self, request: web.Request) -> web.Response:
+        """vLLM's runtime adapter loading: a name loaded twice is refused as vLLM does."""
+        body = await request.json()
+        self.loads.append(body)
+        await asyncio.sleep(0.05)  # a real load takes ~0.15 s: requests pile up meanwhile
+        if body["lora_name"] in self.adapters:
+            message = f"The lora adapter '{body['lora_name']}' has already been loaded."
+            return web.json_response({"error": {"message": message}}, status=400)
+        self.adapters[body["lora_name"]] = body["lora_path"]
+        return web.Response(text=f"Success: LoRA adapter '{body['lora_name']}' added successfully.")
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.bodies.append(body)
         self.peers.append(request.transport.get_extra_info("peername"))
-        if body["model"] == "missing":
-            return web.json_response(
-                {"error": {"message": "The model `missing` does not exist.", "param": "model"}},
-                status=404,
-            )
+        unknown_adapter = body["model"].startswith("parley-") and body["model"] not in self.adapters
+        if body["model"] == "missing" or unknown_adapter:
+            message = f"The model `{body['model']}` does not exist."
+            return web.json_response({"error": {"message": message, "param": "model"}}, status=404)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         raw = "".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in CHUNKS).encode()
@@ -61,6 +73,7 @@ async def fake_vllm():
     fake = FakeVllm()
     app = web.Application()
     app.router.add_post("/v1/chat/completions", fake.chat)
+    app.router.add_post("/v1/load_lora_adapter", fake.load_lora_adapter)
     runner = web.AppRunner(app)
     await runner.setup()
     port = free_port()
@@ -114,3 +127,37 @@ async def test_an_answer_cut_short_is_serving_unavailable_after_what_arrived(fak
         async for chunk in stream_chat([], model="base", base_url=url):
             received.append(chunk)
     assert received == CHUNKS
+
+
+async def test_an_adapter_the_server_does_not_know_yet_is_loaded_then_answers(fake_vllm) -> None:
+    """After a vLLM restart only the shared adapter is loaded: a user's first request loads
+    theirs into that replica (once, shared by the requests waiting for it) instead of failing."""
+    fake, url = fake_vllm
+    messages = [{"role": "user", "content": "hi"}]
+
+    async def ask() -> list[dict]:
+        return [
+            c
+            async for c in stream_chat(
+                messages, model="parley-v7", base_url=url, adapter_path="/adapters/update-7"
+            )
+        ]
+
+    first, second = await asyncio.gather(ask(), ask())
+    assert first == second == CHUNKS
+    assert fake.loads == [{"lora_name": "parley-v7", "lora_path": "/adapters/update-7"}]
+    assert [body["model"] for body in fake.bodies] == ["parley-v7"] * 4  # refused, then served
+    assert await ask() == CHUNKS and len(fake.loads) == 1  # loaded: no second load
+
+
+async def test_an_adapter_loaded_meanwhile_by_another_process_counts_as_loaded(fake_vllm) -> None:
+    fake, url = fake_vllm
+    fake.adapters["parley-v8"] = "/adapters/update-8"
+    assert await adapter_load(base_url=url, name="parley-v8", path="/adapters/update-8") > 0
+
+
+async def test_without_its_folder_an_unknown_adapter_is_a_serving_error(fake_vllm) -> None:
+    fake, url = fake_vllm
+    with pytest.raises(ServingError) as refused:
+        await anext(stream_chat([], model="parley-v9", base_url=url))
+    assert refused.value.status == 404 and fake.loads == []

@@ -25,7 +25,7 @@ from webapp.api.errors import ApiError, storage_unavailable
 from webapp.api.keys import api_key_authenticate, on_key_revoked
 from webapp.api.models import ApiKey
 from webapp.learning.models import PolicyVersion
-from webapp.learning.selectors import policy_version_live
+from webapp.learning.selectors import policy_version_for
 
 FRESH_S = 2.0
 TRUSTED_S = 600.0
@@ -44,10 +44,14 @@ class Admission:
     recheck: Lookup | None = None
 
 
-def model_resolve(model: str) -> PolicyVersion:
-    """The policy version a request's ``model`` names, or the 404 it gets."""
+def model_resolve(model: str, *, owner_id: int | None = None) -> PolicyVersion:
+    """The policy version a request's ``model`` names for the key's owner, or the 404 it gets.
+
+    ``parley`` is the owner's own live version in user scope (else the shared one, else the
+    base); the base model's name is always the base.
+    """
     if model == settings.PARLEY_MODEL_ID:
-        return policy_version_live()
+        return policy_version_for(user=owner_id)
     if model == settings.BASE_MODEL_DIR.name:
         return PolicyVersion.objects.get(number=0)
     raise ApiError(
@@ -65,7 +69,7 @@ def key_and_version_lookup(secret: str, model: str) -> tuple[ApiKey, PolicyVersi
         key = api_key_authenticate(secret=secret)
         if key is None:
             raise ApiError(401, "Incorrect or revoked API key provided.", code="invalid_api_key")
-        return key, model_resolve(model)
+        return key, model_resolve(model, owner_id=key.owner_id)
     except DatabaseError as exc:
         raise storage_unavailable(
             "The database cannot be reached right now; please retry shortly."

@@ -85,7 +85,10 @@ class Completion:
 
     def _start(self) -> None:
         self._stream: AsyncGenerator[dict[str, Any]] = stream_chat(
-            self.chat.messages, model=self.served, params=self.chat.params
+            self.chat.messages,
+            model=self.served,
+            params=self.chat.params,
+            adapter_path=self.version.adapter_path,
         )
         self._first_chunk: asyncio.Task[Any] = asyncio.ensure_future(anext(self._stream))
 

@@ -30,7 +30,7 @@ from webapp.core.limits import (
     stream_slot_acquire,
     streams_refused_message,
 )
-from webapp.learning.selectors import policy_version_live
+from webapp.learning.selectors import policy_version_for
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +84,8 @@ def _require(request: HttpRequest, method: str) -> None:
 # --- /v1/models ------------------------------------------------------------------------------
 
 
-def _model_entries() -> list[dict[str, Any]]:
-    live = policy_version_live()
+def _model_entries(*, owner_id: int) -> list[dict[str, Any]]:
+    live = policy_version_for(user=owner_id)  # what "parley" is for this key's owner
     created = int(live.created_at.timestamp())
     return [
         {
@@ -107,9 +107,10 @@ def _model_entries() -> list[dict[str, Any]]:
 
 @_api_view
 async def models(request: HttpRequest) -> HttpResponse:
-    await _authenticate(request)
+    key = await _authenticate(request)
     _require(request, "GET")
-    return JsonResponse({"object": "list", "data": await sync_to_async(_model_entries)()})
+    entries = await sync_to_async(_model_entries)(owner_id=key.owner_id)
+    return JsonResponse({"object": "list", "data": entries})
 
 
 # --- /v1/chat/completions --------------------------------------------------------------------

@@ -41,7 +41,7 @@ from webapp.core.limits import (
     streams_refused_message,
 )
 from webapp.inference import CompletionAccumulator, ServingError, ServingUnavailable, stream_chat
-from webapp.learning.selectors import policy_version_live
+from webapp.learning.selectors import policy_version_for
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self, parent: Message, *, rerender: bool
     ) -> tuple[Message, list[dict[str, Any]], str]:
         """Store the placeholder answer and render what the page should show now."""
-        version = policy_version_live()
+        version = policy_version_for(user=self.scope["user"])  # the user's own, in user scope
         served_model = version.served_name(settings.PARLEY_MODEL_ID)
         answer = assistant_message_start(
             conversation=self.conversation,
@@ -238,7 +238,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def _write(self, answer: Message, prompt: list[dict[str, Any]], slot: StreamSlot) -> None:
         accumulator = CompletionAccumulator()
         status, error = Message.Status.COMPLETE, ""
-        stream = stream_chat(prompt, model=answer.served_model, params=answer.sampling_params)
+        # The version is the one _begin_answer stored with the answer (cached: no query here).
+        version = answer.policy_version
+        stream = stream_chat(
+            prompt,
+            model=answer.served_model,
+            params=answer.sampling_params,
+            adapter_path=version.adapter_path if version is not None else "",
+        )
         slow_notice = asyncio.create_task(self._notice_if_slow(answer.pk))
         try:
             async for chunk in stream:

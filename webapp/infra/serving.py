@@ -1,11 +1,16 @@
 """The `serve` process: vLLM's OpenAI server for the base model, with runtime LoRA loading.
 
 The base model is served under the name ``base``; published policy versions are LoRA
-adapters loaded next to it at run time (``/v1/load_lora_adapter``). vLLM is started with
-Parley's API key (``VLLM_API_KEY`` in its environment, which vLLM reads like ``--api-key`` but
-which ``ps`` does not show): every ``/v1`` path, the adapter endpoints included, refuses a call
-without it. Some of vLLM's other paths (``/invocations``, ``/tokenize``, ``/metrics``) have no
-authentication at all, so it still binds to 127.0.0.1 (VLLM_HOST) unless told otherwise.
+adapters loaded next to it at run time (``/v1/load_lora_adapter``), one per lineage in use:
+vLLM runs up to ``PARLEY_MAX_LORAS`` of them in one batch and keeps ``PARLEY_MAX_CPU_LORAS``
+in CPU memory, evicting the least recently used; a request whose adapter this server does not
+know yet (after a restart) has it loaded first (``webapp.inference.adapter_load``).
+
+vLLM is started with Parley's API key (``VLLM_API_KEY`` in its environment, which vLLM reads
+like ``--api-key`` but which ``ps`` does not show): every ``/v1`` path, the adapter endpoints
+included, refuses a call without it. Some of vLLM's other paths (``/invocations``,
+``/tokenize``, ``/metrics``) have no authentication at all, so it still binds to 127.0.0.1
+(VLLM_HOST) unless told otherwise.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ class VllmOptions:
     max_model_len: int = 2048
     max_lora_rank: int = 16
     max_loras: int = 4
+    max_cpu_loras: int = 32
     # Tool calls for API clients: "auto" needs a parser (Hermes-style <tool_call> JSON);
     # "required" and named tools use guided decoding and work with any model.
     tool_call_parser: str | None = None
@@ -55,7 +61,7 @@ def vllm_server_command(options: VllmOptions) -> tuple[list[str], dict[str, str]
         *("--host", options.host, "--port", str(options.port)),
         *("--dtype", options.dtype, "--max-model-len", str(options.max_model_len)),
         *("--enable-lora", "--max-lora-rank", str(options.max_lora_rank)),
-        *("--max-loras", str(options.max_loras)),
+        *("--max-loras", str(options.max_loras), "--max-cpu-loras", str(options.max_cpu_loras)),
         # Log-probs after the temperature (and any top-k/top-p) the answer was sampled with:
         # the behaviour policy the trainer's importance weights divide by (trainer.batch.Sample).
         *("--logprobs-mode", "processed_logprobs"),
@@ -86,8 +92,8 @@ def vllm_command() -> tuple[list[str], dict[str, str]]:
     """The `serve` process's command, from the settings."""
     from django.conf import settings
 
-    live = live_adapter()
-    # A serving worker that (re)starts loads the live adapter before it takes traffic.
+    live = live_adapters(limit=settings.MAX_CPU_LORAS)
+    # A serving worker that (re)starts loads the live adapters before it takes traffic.
     return vllm_server_command(
         VllmOptions(
             model_dir=str(settings.BASE_MODEL_DIR),
@@ -98,7 +104,9 @@ def vllm_command() -> tuple[list[str], dict[str, str]]:
             max_lora_rank=settings.VLLM_MAX_LORA_RANK,
             tool_call_parser=settings.VLLM_TOOL_CALL_PARSER,
             extra_args=tuple(shlex.split(settings.VLLM_EXTRA_ARGS)),
-            lora_modules=(live,) if live is not None else (),
+            lora_modules=tuple(live),
+            max_loras=settings.MAX_LORAS,
+            max_cpu_loras=settings.MAX_CPU_LORAS,
             cpu_kvcache_space=settings.VLLM_CPU_KVCACHE_SPACE,
             api_key=settings.VLLM_API_KEY,
             gpu_memory_utilization=settings.VLLM_GPU_MEMORY_UTILIZATION,
@@ -127,21 +135,31 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-def live_adapter() -> tuple[str, str] | None:
-    """(served name, adapter folder) of the live policy version, if it is an adapter."""
+def live_adapters(*, limit: int) -> list[tuple[str, str]]:
+    """(served name, adapter folder) of each lineage's live adapter, the shared one first, then
+    the most recently published, at most ``limit``; a version whose folder is gone is left out.
+    """
     from django.conf import settings
     from django.db import DatabaseError
 
     try:
         from webapp.learning.models import PolicyVersion
 
-        live = PolicyVersion.objects.filter(status=PolicyVersion.Status.LIVE).first()
+        live = list(
+            PolicyVersion.objects.filter(status=PolicyVersion.Status.LIVE, number__gt=0).order_by(
+                "-published_at", "-number"
+            )
+        )
     except DatabaseError as exc:
-        print(f"serve: cannot read the live version ({exc}); starting with the base model only")
-        return None
-    if live is None or live.number == 0 or not os.path.isdir(live.adapter_path):
-        return None
-    return live.served_name(settings.PARLEY_MODEL_ID), live.adapter_path
+        print(f"serve: cannot read the live versions ({exc}); starting with the base model only")
+        return []
+    live.sort(key=lambda version: version.owner_id is not None)  # stable: the shared one first
+    adapters = [
+        (version.served_name(settings.PARLEY_MODEL_ID), version.adapter_path)
+        for version in live
+        if os.path.isdir(version.adapter_path)
+    ]
+    return adapters[:limit]
 
 
 def main() -> None:

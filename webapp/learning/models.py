@@ -1,10 +1,16 @@
 """Policy versions: the base model (version 0, no adapter) and every LoRA adapter trained since.
 
-Judgements, samples and training updates join this module with the learning-loop work.
+Versions form lineages: the shared one (``owner`` empty: the base model and what everyone's
+feedback trained, ``PARLEY_LEARNING_SCOPE=shared``) and one per user (``owner`` set: trained
+only on that user's feedback and served only to them, ``PARLEY_LEARNING_SCOPE=user``). Each
+lineage has at most one live version; numbers are unique across all lineages, so a number
+names one adapter in vLLM. Judgements, samples and training updates join this module with the
+learning-loop work.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 
@@ -17,6 +23,15 @@ class PolicyVersion(models.Model):
         REJECTED = "rejected"
 
     number = models.PositiveIntegerField(unique=True)
+    # PROTECT: a user's adapters hold what their feedback taught, and nothing is wiped.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="policy_versions",
+        help_text="Whose lineage this version is in; empty for the shared lineage.",
+    )
     adapter_path = models.CharField(max_length=500, blank=True)
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.CANDIDATE)
@@ -26,10 +41,19 @@ class PolicyVersion(models.Model):
 
     class Meta:
         ordering = ["-number"]
+        # One live version per lineage: two partial indexes, since NULL owners never collide
+        # in a plain unique index.
         constraints = [
             models.UniqueConstraint(
-                fields=["status"], condition=models.Q(status="live"), name="one_live_policy_version"
-            )
+                fields=["status"],
+                condition=models.Q(status="live", owner__isnull=True),
+                name="one_live_policy_version",
+            ),
+            models.UniqueConstraint(
+                fields=["owner"],
+                condition=models.Q(status="live", owner__isnull=False),
+                name="one_live_policy_version_per_owner",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -90,6 +114,14 @@ class TrainingUpdate(models.Model):
         REJECTED = "rejected"
 
     algorithm = models.CharField(max_length=16)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="training_updates",
+        help_text="Whose lineage the update trains (only their samples); empty: the shared one.",
+    )
     config = models.JSONField(default=dict)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     base_version = models.ForeignKey(

@@ -3,21 +3,67 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
+from django.conf import settings
 from django.db.models import Count
 
 from webapp.learning.models import Judgement, PolicyVersion, Sample
 
 
-def policy_version_live() -> PolicyVersion:
-    """The version new requests are served by: the live adapter, else the base model (v0)."""
-    live = PolicyVersion.objects.filter(status=PolicyVersion.Status.LIVE).first()
+def lineage_owner_id(*, user: Any) -> int | None:
+    """Whose lineage a user's feedback trains and whose live version answers them: their own
+    with ``PARLEY_LEARNING_SCOPE=user``, the shared one (None) with ``shared`` or no user.
+
+    ``user``: a user, a user's id (an API key's ``owner_id``), or None / an anonymous user.
+    """
+    if settings.LEARNING_SCOPE != "user" or user is None:
+        return None
+    if isinstance(user, int):
+        return user
+    return user.pk if getattr(user, "is_authenticated", False) else None
+
+
+def policy_version_live(*, owner_id: int | None = None) -> PolicyVersion:
+    """The version a lineage's new requests are served by and its next update starts from.
+
+    The owner's live version; an owner with none yet (and the shared lineage, ``owner_id``
+    None) gets the shared live version, and before anything was published, the base (v0).
+    """
+    if owner_id is not None:
+        own = PolicyVersion.objects.filter(
+            owner_id=owner_id, status=PolicyVersion.Status.LIVE
+        ).first()
+        if own is not None:
+            return own
+    live = PolicyVersion.objects.filter(
+        owner__isnull=True, status=PolicyVersion.Status.LIVE
+    ).first()
     if live is not None:
         return live
     base, _ = PolicyVersion.objects.get_or_create(
         number=0, defaults={"status": PolicyVersion.Status.LIVE}
     )
     return base
+
+
+def policy_version_for(*, user: Any) -> PolicyVersion:
+    """The version that answers this user's ``model="parley"`` (their lineage's live one)."""
+    return policy_version_live(owner_id=lineage_owner_id(user=user))
+
+
+def versions_behind(*, version: PolicyVersion, live: PolicyVersion) -> int:
+    """How many versions of ``live``'s lineage came after ``version`` up to ``live``.
+
+    The shared lineage counts by number (as before lineages; its versions were numbered one
+    after another); a user's lineage counts its own versions, since other users' versions
+    take numbers in between.
+    """
+    if live.owner_id is None:
+        return live.number - version.number
+    return PolicyVersion.objects.filter(
+        owner_id=live.owner_id, number__gt=version.number, number__lte=live.number
+    ).count()
 
 
 def learning_status(*, message_id: int) -> str:

@@ -27,7 +27,7 @@ from webapp.chat.selectors import prompt_path
 from webapp.core.outbox import Task, enqueue, enqueue_each
 from webapp.learning.models import Judgement, Sample
 from webapp.learning.notify import push_learning_status
-from webapp.learning.selectors import policy_version_live
+from webapp.learning.selectors import lineage_owner_id, policy_version_live, versions_behind
 
 CONVERSATION_END_STATE = "(The user ended the conversation here without replying.)"
 
@@ -62,8 +62,9 @@ def ineligibility(*, message: Message) -> str | None:
     if not message.token_ids:
         return "no sampled tokens recorded"
     version = message.policy_version
-    live = policy_version_live()
-    if version is not None and live.number - version.number > settings.SAMPLE_MAX_VERSION_LAG:
+    live = policy_version_live(owner_id=lineage_owner_id(user=message.conversation.owner_id))
+    lag = versions_behind(version=version, live=live) if version is not None else 0
+    if lag > settings.SAMPLE_MAX_VERSION_LAG:
         return f"served by {version.label}, more than {settings.SAMPLE_MAX_VERSION_LAG} behind"
     return None
 

@@ -2,6 +2,11 @@
 
 - Trigger: ready samples reach ``PARLEY_TRAIN_BATCH_SIZE``, or the oldest has waited
   ``PARLEY_TRAIN_MAX_WAIT_S``; one update is queued at a time (single flight).
+- Lineages: with ``PARLEY_LEARNING_SCOPE=user`` the trigger counts each user's samples apart,
+  an update trains one user's samples into that user's lineage (starting from their live
+  version, or the shared one for their first), and users with a ready batch take turns: the
+  one whose last update is oldest goes first, so nobody's flood of feedback delays another
+  user's update by more than one update. With ``shared``, one lineage trains on everyone's.
 - The update itself runs under a PostgreSQL advisory lock held by the train worker's
   connection: never two updates at once, and a worker that dies releases it with its connection.
 - Samples are consumed exactly once: the batch is chosen when the update starts, but samples are
@@ -30,7 +35,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Max, Min, Q, QuerySet
+from django.db.models import Count, F, Max, Min, Q, QuerySet
 from django.utils import timezone
 
 from trainer.algorithms import algorithm_get
@@ -68,23 +73,72 @@ def update_config() -> dict[str, Any]:
     return dataclasses.asdict(UpdateConfig(**overrides))
 
 
-def claimable_samples(*, algorithm: str) -> QuerySet[Sample]:
-    """Ready samples of the kinds the algorithm trains on (trainer.algorithms)."""
-    return Sample.objects.filter(
-        status=Sample.Status.READY, kind__in=algorithm_get(algorithm).sample_kinds
+def lineage_samples(samples: QuerySet[Sample], *, owner_id: int | None) -> QuerySet[Sample]:
+    """The samples a lineage learns from: its owner's (answers in their conversations), or
+    everyone's for the shared lineage."""
+    if owner_id is None:
+        return samples
+    return samples.filter(message__conversation__owner_id=owner_id)
+
+
+def claimable_samples(*, algorithm: str, owner_id: int | None = None) -> QuerySet[Sample]:
+    """Ready samples of the kinds the algorithm trains on (trainer.algorithms), of a lineage."""
+    return lineage_samples(
+        Sample.objects.filter(
+            status=Sample.Status.READY, kind__in=algorithm_get(algorithm).sample_kinds
+        ),
+        owner_id=owner_id,
+    )
+
+
+def _is_due(*, count: int, oldest: Any, force: bool) -> bool:
+    waited = (timezone.now() - oldest).total_seconds()
+    return force or count >= settings.TRAIN_BATCH_SIZE or waited >= settings.TRAIN_MAX_WAIT_S
+
+
+def next_lineage_owner(*, force: bool = False) -> int | None:
+    """The user whose update goes next (``PARLEY_LEARNING_SCOPE=user``), or None if nobody's
+    batch is due. Among users with a due batch, the one whose last update is oldest (never
+    updated: first of all), then the one whose oldest ready sample is oldest."""
+    due = {
+        row["owner"]: row["oldest"]
+        for row in claimable_samples(algorithm=settings.TRAIN_ALGORITHM)
+        .values(owner=F("message__conversation__owner_id"))
+        .annotate(count=Count("id"), oldest=Min("created_at"))
+        if _is_due(count=row["count"], oldest=row["oldest"], force=force)
+    }
+    if not due:
+        return None
+    last = dict(
+        TrainingUpdate.objects.filter(owner_id__in=list(due))
+        .values("owner_id")
+        .annotate(last=Max("created_at"))
+        .values_list("owner_id", "last")
+    )
+    return min(due, key=lambda owner: (owner in last, last.get(owner), due[owner], owner))
+
+
+def _shared_is_due(*, force: bool) -> bool:
+    stats = claimable_samples(algorithm=settings.TRAIN_ALGORITHM).aggregate(
+        count=Count("id"), oldest=Min("created_at")
+    )
+    return bool(stats["count"]) and _is_due(
+        count=stats["count"], oldest=stats["oldest"], force=force
     )
 
 
 @transaction.atomic
 def training_update_maybe_queue(*, force: bool = False) -> TrainingUpdate | None:
-    """Queue an update when enough samples are ready (or waited long enough); one at a time."""
-    ready = claimable_samples(algorithm=settings.TRAIN_ALGORITHM)
-    stats = ready.aggregate(oldest=Min("created_at"))
-    count = ready.count()
-    if count == 0:
-        return None
-    waited = (timezone.now() - stats["oldest"]).total_seconds()
-    if not force and count < settings.TRAIN_BATCH_SIZE and waited < settings.TRAIN_MAX_WAIT_S:
+    """Queue an update when enough samples are ready (or waited long enough); one at a time.
+
+    Per user, in turn, with ``PARLEY_LEARNING_SCOPE=user``; over everyone's with ``shared``.
+    """
+    owner_id = None
+    if settings.LEARNING_SCOPE == "user":
+        owner_id = next_lineage_owner(force=force)
+        if owner_id is None:
+            return None
+    elif not _shared_is_due(force=force):
         return None
     # Single flight: lock the table's queue head so two callers cannot both queue one.
     list(
@@ -98,7 +152,10 @@ def training_update_maybe_queue(*, force: bool = False) -> TrainingUpdate | None
         return None
     config = update_config()
     update = TrainingUpdate.objects.create(
-        algorithm=config["algorithm"], config=config, base_version=policy_version_live()
+        algorithm=config["algorithm"],
+        owner_id=owner_id,
+        config=config,
+        base_version=policy_version_live(owner_id=owner_id),
     )
     enqueue(Task.TRAIN_UPDATE, update.pk)
     return update
@@ -111,7 +168,7 @@ def training_update_claim(*, update_id: int) -> TrainingUpdate | None:
     if update.status not in (TrainingUpdate.Status.QUEUED, TrainingUpdate.Status.RUNNING):
         return None
     ids = list(
-        claimable_samples(algorithm=update.algorithm)
+        claimable_samples(algorithm=update.algorithm, owner_id=update.owner_id)
         .order_by("created_at")
         .values_list("pk", flat=True)[: settings.TRAIN_BATCH_SIZE]
     )
@@ -122,7 +179,7 @@ def training_update_claim(*, update_id: int) -> TrainingUpdate | None:
     update.summary = {
         **update.summary,
         "sample_ids": ids,
-        "holdout_ids": holdout_ids(exclude=ids),
+        "holdout_ids": holdout_ids(exclude=ids, owner_id=update.owner_id),
     }
     update.metrics = []
     update.save(update_fields=["status", "started_at", "config", "summary", "metrics"])
@@ -148,11 +205,15 @@ def refusal_backoff(config: dict[str, Any], *, refusals: int) -> dict[str, Any]:
     }
 
 
-def holdout_ids(*, exclude: list[int]) -> list[int]:
+def holdout_ids(*, exclude: list[int], owner_id: int | None = None) -> list[int]:
     """The most recent judged samples with a sign (a reward or a correction) not in the batch:
-    ready ones the update leaves for later, and ones already trained into earlier versions."""
+    ready ones the update leaves for later, and ones already trained into earlier versions.
+    Of the lineage's own feedback: a user's candidate is checked on what that user said."""
     return list(
-        Sample.objects.filter(status__in=[Sample.Status.READY, Sample.Status.CONSUMED])
+        lineage_samples(
+            Sample.objects.filter(status__in=[Sample.Status.READY, Sample.Status.CONSUMED]),
+            owner_id=owner_id,
+        )
         .exclude(pk__in=exclude)
         .filter(~Q(reward=0) | ~Q(correction=""))
         .order_by("-created_at", "-pk")
@@ -174,7 +235,7 @@ def training_update_unpublished(*, update_id: int) -> PolicyVersion | None:
         or version.status != PolicyVersion.Status.CANDIDATE
     ):
         return None
-    live = policy_version_live()
+    live = policy_version_live(owner_id=version.owner_id)
     return version if live.number < version.number else None
 
 
@@ -277,6 +338,7 @@ def training_update_finish(
     number = (PolicyVersion.objects.aggregate(n=Max("number"))["n"] or 0) + 1
     version = PolicyVersion.objects.create(
         number=number,
+        owner_id=update.owner_id,
         adapter_path="" if deleted else str(adapter_dir),
         parent=update.base_version,
         status=PolicyVersion.Status.CANDIDATE if passed else PolicyVersion.Status.REJECTED,

@@ -65,8 +65,12 @@ def _chunks(text: str) -> list[dict]:
 def scripted(monkeypatch):
     calls: list[dict] = []
 
-    async def fake_stream(messages, *, model, params=None, base_url=None) -> AsyncIterator[dict]:
-        calls.append({"messages": messages, "model": model, "params": params})
+    async def fake_stream(
+        messages, *, model, params=None, base_url=None, adapter_path=""
+    ) -> AsyncIterator[dict]:
+        calls.append(
+            {"messages": messages, "model": model, "params": params, "adapter": adapter_path}
+        )
         for chunk in _chunks("Hello there friend"):
             yield chunk
 
@@ -312,7 +316,9 @@ def logged_model(monkeypatch, slow_lookups):
     """The scripted model server, logging into the same list as ``slow_lookups``."""
     calls: list[dict] = []
 
-    async def fake_stream(messages, *, model, params=None, base_url=None) -> AsyncIterator[dict]:
+    async def fake_stream(
+        messages, *, model, params=None, base_url=None, adapter_path=""
+    ) -> AsyncIterator[dict]:
         calls.append({"model": model})
         slow_lookups.append(f"model started on {model}")
         try:
@@ -405,7 +411,7 @@ async def test_a_version_published_meanwhile_answers_instead_of_the_remembered_o
 async def test_services_unavailable_mid_stream_is_reported_in_the_stream(
     secret, monkeypatch
 ) -> None:
-    async def failing(messages, *, model, params=None, base_url=None):
+    async def failing(messages, *, model, params=None, base_url=None, adapter_path=""):
         yield _chunks("one two")[1]
         raise ServingUnavailable("gone")
 

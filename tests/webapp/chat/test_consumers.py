@@ -44,8 +44,9 @@ class ScriptedStream:
         self.chunks, self.then, self.hang = chunks, then, hang
         self.calls: list[dict[str, Any]] = []
 
-    async def __call__(self, messages, *, model, params=None, base_url=None):
+    async def __call__(self, messages, *, model, params=None, base_url=None, adapter_path=""):
         call = {"messages": messages, "model": model, "params": params, "closed": False}
+        call |= {"adapter": adapter_path}
         self.calls.append(call)
         try:
             for item in self.chunks:
@@ -134,6 +135,37 @@ async def test_the_answer_streams_delta_by_delta_and_is_stored_as_sampled(alice,
     assert stream.calls[0]["model"] == "base"
     assert stream.calls[0]["params"] == {"max_tokens": 512, "temperature": 0.7}
     assert f'id="thumb-up-{reply.pk}"' in frames[-1]
+
+
+async def test_each_signed_in_user_is_answered_by_their_own_adapter(
+    alice, bob, fake_stream, settings, tmp_path
+):
+    """User scope: alice's live adapter answers her; bob, who has none, gets the shared base."""
+    from webapp.learning.models import PolicyVersion
+
+    settings.LEARNING_SCOPE = "user"
+    await database_sync_to_async(PolicyVersion.objects.get_or_create)(
+        number=0, defaults={"status": "live"}
+    )
+    own = await database_sync_to_async(PolicyVersion.objects.create)(
+        number=1, owner=alice, status="live", adapter_path=str(tmp_path)
+    )
+    replies, streams = {}, []
+    for user in (alice, bob):
+        streams.append(fake_stream(ScriptedStream(completion("Hi"))))  # a new completion id
+        conversation = await new_conversation(user)
+        socket, _, _ = await open_socket(user, conversation.pk)
+        await send(socket, action="send", content="Hi!")
+        await receive_until_idle(socket)
+        await socket.disconnect()
+        replies[user.username] = (await messages_of(conversation))[1]
+    assert replies["alice"].policy_version_id == own.pk
+    assert replies["alice"].served_model == "parley-v1"
+    assert replies["bob"].policy_version.number == 0 and replies["bob"].served_model == "base"
+    assert [(c["model"], c["adapter"]) for stream in streams for c in stream.calls] == [
+        ("parley-v1", str(tmp_path)),
+        ("base", ""),
+    ]
 
 
 async def test_stop_cancels_the_generation_and_keeps_what_was_written(alice, fake_stream):

@@ -271,7 +271,10 @@ def test_train_update_trains_gates_and_publishes_once(settings, tmp_path, pushed
     update.refresh_from_db()
     assert update.status == "done" and update.metrics == [{"step": 0, "loss": 0.5}]
     assert update.summary["loss"] == 0.4 and update.summary["gate"]["passed"] is True
-    assert policy_version_live().number == 1 and [c["name"] for c in pushed] == ["parley-v1"]
+    alice = get_user_model().objects.get(username="alice")
+    assert policy_version_live(owner_id=alice.pk).number == 1  # alice's own lineage
+    assert policy_version_live().number == 0  # the shared lineage is untouched
+    assert [c["name"] for c in pushed] == ["parley-v1"]
     assert PolicyVersion.objects.get(number=0).probe_metrics == {"probe_ppl": 9.9}
     assert Sample.objects.filter(status="consumed").count() == 2
     # A redelivered task trains nothing again and publishes nothing again.

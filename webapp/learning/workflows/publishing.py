@@ -41,7 +41,8 @@ def policy_version_publish(
     *, version: PolicyVersion, push: AdapterPush | None = None
 ) -> PolicyVersion:
     """Load the version into every serving replica (``push``, the real one by default), then
-    make it the live one; PublishFailed when it failed the gate or a replica refused it."""
+    make it the live one of its lineage (rollback: an older version of it); PublishFailed when
+    it failed the gate or a replica refused it."""
     push = publish.push if push is None else push
     if version.status == PolicyVersion.Status.REJECTED:
         raise PublishFailed(f"{version.label} failed the probe gate and cannot be published")
@@ -58,10 +59,28 @@ def policy_version_publish(
             if "already" not in str(exc).lower():
                 raise PublishFailed(str(exc)) from exc
     with transaction.atomic():
-        PolicyVersion.objects.select_for_update().filter(status=PolicyVersion.Status.LIVE).exclude(
-            pk=version.pk
-        ).update(status=PolicyVersion.Status.RETIRED)
+        # Only the version's own lineage changes: other users keep theirs.
+        PolicyVersion.objects.select_for_update().filter(
+            status=PolicyVersion.Status.LIVE, owner_id=version.owner_id
+        ).exclude(pk=version.pk).update(status=PolicyVersion.Status.RETIRED)
         version.status = PolicyVersion.Status.LIVE
         version.published_at = timezone.now()
         version.save(update_fields=["status", "published_at"])
     return version
+
+
+@transaction.atomic
+def policy_lineage_reset(*, owner_id: int) -> PolicyVersion | None:
+    """Take a user's lineage back to the shared model: their live version is marked rolled
+    back, so their requests and their next update use the shared live version again. Their
+    versions stay (nothing is wiped; any can be published again). The version that was live,
+    or None when they had none."""
+    live = (
+        PolicyVersion.objects.select_for_update()
+        .filter(owner_id=owner_id, status=PolicyVersion.Status.LIVE)
+        .first()
+    )
+    if live is not None:
+        live.status = PolicyVersion.Status.ROLLED_BACK
+        live.save(update_fields=["status"])
+    return live

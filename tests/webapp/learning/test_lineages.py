@@ -1,0 +1,264 @@
+"""Personal lineages (PARLEY_LEARNING_SCOPE=user): whose feedback trains which adapter, in
+what order users' updates run, and the shared scope's one lineage."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from tests.factories import AnswerFactory
+from webapp.learning import training
+from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
+from webapp.learning.selectors import policy_version_for, policy_version_live
+from webapp.learning.workflows.publishing import policy_version_publish
+from webapp.learning.workflows.training import TrainJob, TrainResult, train_update
+
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
+
+
+@pytest.fixture(autouse=True)
+def user_scope(settings, tmp_path):
+    settings.LEARNING_SCOPE = "user"
+    settings.ADAPTERS_DIR = tmp_path
+    settings.TRAIN_MAX_WAIT_S = 3600
+
+
+@pytest.fixture(autouse=True)
+def no_broker(monkeypatch):
+    """Tasks are not sent anywhere: each test drives the queue itself."""
+    monkeypatch.setattr("webapp.core.outbox.send", lambda task, args: None)
+
+
+class FakePush(list):
+    """An adapter push that records each adapter name and loads nothing."""
+
+    def __call__(self, adapter_dir, *, lora_name, serving_urls, timeout=30.0, api_key=""):
+        self.append(lora_name)
+        return [{"replica": u, "status": 200} for u in serving_urls]
+
+
+class FakeRun:
+    """A trainer that writes an empty adapter and passes the gate; keeps every job it got."""
+
+    def __init__(self) -> None:
+        self.jobs: list[TrainJob] = []
+
+    def __call__(self, job: TrainJob, *, record_step) -> TrainResult:
+        self.jobs.append(job)
+        job.out_dir.mkdir(parents=True)
+        (job.out_dir / "adapter_config.json").write_text("{}")
+        return TrainResult(
+            summary={"loss": 0.4, "done": True},
+            probe={"probe_kl": 0.01, "probe_ppl": 10.0},
+            base_probe={"probe_ppl": 9.9},
+            passed=True,
+            reasons=[],
+        )
+
+
+def _samples(user, n: int, *, reward: float = 1.0) -> list[Sample]:
+    """``n`` judged answers in ``user``'s conversations, each a ready sample."""
+    out = []
+    for i in range(n):
+        answer = AnswerFactory(
+            parent__conversation__owner=user,
+            parent__content=f"{user.username} q{i}",
+            policy_version=policy_version_for(user=user),
+        )
+        judgement = Judgement.objects.create(
+            message=answer, fingerprint=f"f{i}", source="feedback", score=int(reward)
+        )
+        out.append(
+            Sample.objects.create(
+                message=answer,
+                judgement=judgement,
+                kind="rl",
+                reward=reward,
+                prompt_token_ids=[1, 2],
+                response_token_ids=[5, 6],
+                response_logprobs=[-1.0, -1.0],
+                prompt_messages=[{"role": "user", "content": f"q{i}"}],
+                policy_version=answer.policy_version,
+            )
+        )
+    return out
+
+
+def _train_next(run: FakeRun, push: FakePush, *, force: bool = False) -> TrainingUpdate:
+    update = training.training_update_maybe_queue(force=force)
+    assert update is not None
+    train_update(update.pk, run=run, push=push)
+    update.refresh_from_db()
+    return update
+
+
+def _ids(samples: list[Sample]) -> list[int]:
+    return [sample.pk for sample in samples]
+
+
+def test_a_users_feedback_trains_only_their_own_lineage(settings, alice, bob) -> None:
+    settings.TRAIN_BATCH_SIZE = 2
+    alices, bobs = _samples(alice, 2), _samples(bob, 2)
+    run, push = FakeRun(), FakePush()
+
+    first = _train_next(run, push)
+    assert first.owner == alice and first.summary["sample_ids"] == _ids(alices)
+    assert set(first.summary["holdout_ids"]).isdisjoint(_ids(bobs))  # gated on her feedback
+    mine = first.produced_version
+    assert (mine.owner, mine.status, mine.parent.number) == (alice, "live", 0)
+    assert policy_version_for(user=alice) == mine
+    assert policy_version_for(user=bob).number == 0  # bob still gets the shared base
+    assert policy_version_live().number == 0  # and so does the shared lineage
+    assert Sample.objects.filter(pk__in=_ids(bobs), status="ready").count() == 2
+
+    second = _train_next(run, push)
+    assert second.owner == bob and second.summary["sample_ids"] == _ids(bobs)
+    # Bob's update starts from the shared base, not from alice's adapter.
+    assert second.base_version.number == 0 and run.jobs[1].init_adapter_dir is None
+    theirs = second.produced_version
+    assert theirs.owner == bob and policy_version_for(user=bob) == theirs
+    assert policy_version_for(user=alice) == mine  # publishing bob's left alice's live
+    assert push == [f"parley-v{mine.number}", f"parley-v{theirs.number}"]
+
+
+def test_a_new_user_starts_from_the_shared_live_version_then_from_their_own(
+    settings, alice
+) -> None:
+    settings.TRAIN_BATCH_SIZE = 1
+    shared_dir = settings.ADAPTERS_DIR / "shared"
+    shared_dir.mkdir()
+    shared = PolicyVersion.objects.create(number=1, adapter_path=str(shared_dir))
+    policy_version_publish(version=shared, push=FakePush())
+    run, push = FakeRun(), FakePush()
+
+    _samples(alice, 1)
+    first = _train_next(run, push)
+    assert first.base_version == shared and run.jobs[0].init_adapter_dir == str(shared_dir)
+    own = first.produced_version
+    assert own.owner == alice and own.parent == shared
+
+    _samples(alice, 1)
+    second = _train_next(run, push)
+    assert second.base_version == own and run.jobs[1].init_adapter_dir == own.adapter_path
+    assert policy_version_live() == shared  # her updates never moved the shared lineage
+
+
+def test_the_batch_threshold_is_per_user(settings, alice, bob) -> None:
+    settings.TRAIN_BATCH_SIZE = 3
+    _samples(alice, 2)
+    _samples(bob, 2)
+    assert training.training_update_maybe_queue() is None  # four ready, but nobody has three
+    _samples(bob, 1)
+    update = training.training_update_maybe_queue()
+    assert update is not None and update.owner == bob
+
+
+def test_the_wait_trigger_is_per_user(settings, alice, bob) -> None:
+    settings.TRAIN_BATCH_SIZE = 8
+    _samples(alice, 1)
+    waited = _samples(bob, 1)
+    Sample.objects.filter(pk__in=_ids(waited)).update(
+        created_at=waited[0].created_at - timedelta(hours=2)
+    )
+    update = training.training_update_maybe_queue()
+    assert update is not None and update.owner == bob
+
+
+def test_users_with_ready_batches_take_turns(settings, alice, bob) -> None:
+    """Alice floods feedback; bob's one batch still goes next after one update of hers."""
+    settings.TRAIN_BATCH_SIZE = 2
+    _samples(alice, 10)
+    _samples(bob, 2)
+    run, push = FakeRun(), FakePush()
+    owners = [_train_next(run, push).owner for _ in range(4)]
+    # Both never trained: alice's samples are older, so she goes first; then bob, whose last
+    # update (none) is older than hers; then she and he alternate while both have a batch.
+    assert owners == [alice, bob, alice, alice]
+    assert Sample.objects.filter(message__conversation__owner=bob, status="ready").count() == 0
+    _samples(bob, 2)
+    assert _train_next(run, push).owner == bob  # his last update is older than alice's
+
+
+def test_one_update_at_a_time_across_users(settings, alice, bob) -> None:
+    settings.TRAIN_BATCH_SIZE = 1
+    _samples(alice, 1)
+    _samples(bob, 1)
+    first = training.training_update_maybe_queue()
+    assert first is not None
+    assert training.training_update_maybe_queue() is None  # bob waits for alice's to finish
+
+
+def test_rollback_is_per_lineage(settings, alice, bob) -> None:
+    settings.TRAIN_BATCH_SIZE = 1
+    run, push = FakeRun(), FakePush()
+    _samples(alice, 1)
+    alice_first = _train_next(run, push).produced_version
+    _samples(bob, 1)
+    bob_first = _train_next(run, push).produced_version
+    _samples(alice, 1)
+    alice_second = _train_next(run, push).produced_version
+    assert policy_version_for(user=alice) == alice_second
+
+    policy_version_publish(version=alice_first, push=push)
+    assert policy_version_for(user=alice) == alice_first
+    alice_second.refresh_from_db()
+    assert alice_second.status == "retired"
+    bob_first.refresh_from_db()
+    assert bob_first.status == "live" and policy_version_for(user=bob) == bob_first
+    assert PolicyVersion.objects.get(number=0).status == "live"  # the shared lineage's
+
+
+def test_shared_scope_trains_one_lineage_on_everyones_feedback(settings, alice, bob) -> None:
+    settings.LEARNING_SCOPE = "shared"
+    settings.TRAIN_BATCH_SIZE = 4
+    samples = _samples(alice, 2) + _samples(bob, 2)
+    update = _train_next(FakeRun(), FakePush())
+    assert update.owner is None and sorted(update.summary["sample_ids"]) == sorted(_ids(samples))
+    version = update.produced_version
+    assert version.owner is None and policy_version_live() == version
+    assert policy_version_for(user=alice) == version == policy_version_for(user=bob)
+
+
+def test_an_answers_age_counts_only_versions_of_its_owners_lineage(settings, alice, bob) -> None:
+    """Answers from more than PARLEY_SAMPLE_MAX_VERSION_LAG versions back are not trained on;
+    other users' versions (numbered in between) do not make alice's answers old."""
+    from webapp.learning.services import ineligibility
+
+    settings.SAMPLE_MAX_VERSION_LAG, settings.TRAIN_BATCH_SIZE = 1, 1
+    answer = AnswerFactory(parent__conversation__owner=alice)  # served by the shared base
+    run, push = FakeRun(), FakePush()
+    for _ in range(3):
+        _samples(bob, 1)
+        _train_next(run, push)
+    assert policy_version_for(user=bob).number == 3
+    assert ineligibility(message=answer) is None
+    for _ in range(2):
+        _samples(alice, 1)
+        _train_next(run, push)
+    assert policy_version_for(user=alice).number == 5
+    assert "more than 1 behind" in ineligibility(message=answer)
+
+
+def test_resetting_a_lineage_goes_back_to_the_shared_version_and_trains_from_it(
+    settings, alice, bob
+) -> None:
+    from webapp.learning.workflows.publishing import policy_lineage_reset
+
+    settings.TRAIN_BATCH_SIZE = 1
+    run, push = FakeRun(), FakePush()
+    _samples(alice, 1)
+    first = _train_next(run, push).produced_version
+    _samples(bob, 1)
+    bobs = _train_next(run, push).produced_version
+
+    assert policy_lineage_reset(owner_id=alice.pk) == first
+    first.refresh_from_db()
+    assert first.status == "rolled_back" and policy_version_for(user=alice).number == 0
+    assert policy_version_for(user=bob) == bobs  # bob's lineage is not touched
+    assert policy_lineage_reset(owner_id=alice.pk) is None  # nothing live to reset
+
+    _samples(alice, 1)
+    again = _train_next(run, push)
+    assert again.base_version.number == 0 and run.jobs[-1].init_adapter_dir is None
+    assert policy_version_for(user=alice) == again.produced_version
