@@ -460,7 +460,10 @@ def run_replay(
         del model
         if own_dir:
             shutil.rmtree(work, ignore_errors=True)
-    return figures_of(options, config, splits, turns, met, judge, versions, started)
+    figures = figures_of(options, config, splits, turns, met, judge, versions, started)
+    if not own_dir:  # the caller keeps the adapters: say which one is live at the end
+        figures["live_adapter"] = str(live) if live is not None else None
+    return figures
 
 
 def figures_of(

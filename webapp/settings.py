@@ -243,6 +243,9 @@ JUDGE_SLOT_TTL_S = env_int("PARLEY_JUDGE_SLOT_TTL_S", 600)
 # other users' answers are being written, so one user's feedback flood does not slow everyone
 # else's answers on the shared vLLM. 0 when the judge has its own server (JUDGE_BASE_URL).
 JUDGE_YIELD_S = env_float("PARLEY_JUDGE_YIELD_S", 0.0 if env_str("JUDGE_BASE_URL", "") else 10.0)
+# An answer that ended less than this long ago still counts as being written for the wait
+# above: users asking again at once leave gaps of a few milliseconds, not a pause.
+JUDGE_YIELD_GRACE_S = env_float("PARLEY_JUDGE_YIELD_GRACE_S", 2.0)
 JUDGE_MAX_TOKENS = env_int("PARLEY_JUDGE_MAX_TOKENS", 256)
 JUDGE_TEMPERATURE = env_float("PARLEY_JUDGE_TEMPERATURE", 0.7)
 # Whose feedback trains which adapter: "user" (the default) gives every user their own policy

@@ -114,6 +114,7 @@ def test_judge_work_waits_while_other_users_are_answered_but_not_for_its_own(
 
     settings.USER_MAX_STREAMS = 2
     settings.JUDGE_YIELD_S = 5
+    settings.JUDGE_YIELD_GRACE_S = 0.5
     other = asyncio.run(stream_slot_acquire(user_id=2))
     own = asyncio.run(stream_slot_acquire(user_id=1))
     assert other is not None and own is not None
@@ -123,12 +124,29 @@ def test_judge_work_waits_while_other_users_are_answered_but_not_for_its_own(
     with judging_slot(user_id=1, work="message:1") as admitted:
         waited = time.monotonic() - started
     assert admitted
-    assert 0.5 <= waited < 3, waited  # until user 2's answer was written, not the whole 5 s
+    # until user 2's answer was written and the grace after it passed, not the whole 5 s
+    assert 1.0 <= waited < 3, waited
     assert others_streaming(user_id=1) == 0
     started = time.monotonic()
     with judging_slot(user_id=1, work="message:2") as admitted:  # only its own answer is live
         assert admitted and time.monotonic() - started < 0.5
     asyncio.run(own.release())
+
+
+@pytest.mark.redis
+def test_a_user_asking_again_at_once_is_not_a_pause_for_the_judge(settings, judging_clean) -> None:
+    import asyncio
+    import time
+
+    from webapp.core.limits import others_streaming, stream_slot_acquire
+
+    settings.USER_MAX_STREAMS = 2
+    settings.JUDGE_YIELD_GRACE_S = 0.6
+    first = asyncio.run(stream_slot_acquire(user_id=2))
+    asyncio.run(first.release())  # the answer ended; the next turn is a few ms away
+    assert others_streaming(user_id=1) == 1
+    time.sleep(0.7)
+    assert others_streaming(user_id=1) == 0  # a real pause: the judge may start
 
 
 @pytest.mark.redis

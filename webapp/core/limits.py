@@ -106,7 +106,10 @@ class StreamSlot:
         try:
             pipe = _redis().pipeline()
             pipe.zrem(_streams_name(self.user_id), token)
-            pipe.zrem(_ALL_STREAMS, f"{self.user_id}:{token}")
+            # Still counted as being answered for a moment: a user asking again at once (the
+            # next turn of a conversation) is not a pause in which the judge may start.
+            grace = time.time() + settings.JUDGE_YIELD_GRACE_S
+            pipe.zadd(_ALL_STREAMS, {f"{self.user_id}:{token}": grace})
             await pipe.execute()
         except _UNAVAILABLE:
             log.warning("could not release a stream slot; it expires on its own", exc_info=True)
@@ -121,10 +124,13 @@ _ALL_STREAMS = "parley:streams:all"
 
 
 def others_streaming(*, user_id: int) -> int:
-    """Answers being written now for users other than ``user_id`` (0 if Redis is away)."""
+    """Answers being written now for users other than ``user_id``, or finished less than
+    ``JUDGE_YIELD_GRACE_S`` ago (0 if Redis is away)."""
     now = time.time()
     try:
-        members = _sync_redis().zrangebyscore(_ALL_STREAMS, now, "+inf")
+        client = _sync_redis()
+        client.zremrangebyscore(_ALL_STREAMS, "-inf", now)
+        members = client.zrangebyscore(_ALL_STREAMS, now, "+inf")
     except _UNAVAILABLE:
         return 0
     mine = f"{user_id}:".encode()
