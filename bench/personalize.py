@@ -10,8 +10,14 @@ quality guard is each version's probe perplexity relative to the base (from the 
     python manage.py bench_personalize --preference bench/data/preferences.json \
         --name starts-with-sure --algorithm combined --feedback comments --versions 8
 
-Outputs a terminal table, bench/results/personalize-*.json and a PNG plot next to it, and a line
-in bench/results.jsonl.
+A second user, the control, has their own key and gives no feedback. After each published
+version both users ask the held-out prompts through ``/v1`` with ``model="parley"``: the
+learner's answers come from their own lineage (``PARLEY_LEARNING_SCOPE=user``, the default),
+the control's from the shared one, which the learner's feedback must not move (issue 16: one
+user teaches, the other still gets the model as it was).
+
+Outputs a terminal table and a line in bench/results.jsonl, then bench/results/personalize-*.json
+and, where matplotlib is installed, a PNG plot next to it.
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ import openai
 
 from bench.common import ROOT, RunningSystem, record, running_system
 from bench.preferences import Preference, load_preferences, load_prompts
+from bench.replay import plot_if_possible
 from trainer.algorithms import ALGORITHMS
+from trainer.config import UpdateConfig
 
 
 @dataclass
@@ -39,6 +47,8 @@ class VersionScore:
     score: float
     ppl_ratio: float | None
     seconds: float
+    own_via_api: float | None = None  # the learner asking model="parley" through /v1
+    control_via_api: float | None = None  # the control user (no feedback), the same prompts
 
 
 @dataclass
@@ -106,6 +116,24 @@ def evaluate(
     return sum(preference.satisfied(a) for a in answers) / len(answers)
 
 
+def evaluate_api(
+    system: RunningSystem, key: str, preference: Preference, prompts: list[str], max_tokens: int
+) -> float:
+    """The same score, asked through Parley's /v1 as the key's owner (model="parley")."""
+    bodies = [
+        {
+            "model": "parley",
+            "temperature": 0,
+            "max_tokens": max_tokens,
+            "messages": [{"role": "user", "content": p}],
+        }
+        for p in prompts
+    ]
+    headers = {"Authorization": f"Bearer {key}", "X-Turn-Type": "side"}
+    answers = asyncio.run(_answers(system.web_url + "/v1/chat/completions", bodies, headers))
+    return sum(preference.satisfied(a) for a in answers) / len(answers)
+
+
 async def _answers(url: str, bodies: list[dict[str, Any]], headers: dict[str, str]) -> list[str]:
     async with httpx.AsyncClient(timeout=600, headers=headers) as client:
 
@@ -116,6 +144,20 @@ async def _answers(url: str, bodies: list[dict[str, Any]], headers: dict[str, st
             return response.json()["choices"][0]["message"]["content"] or ""
 
         return list(await asyncio.gather(*(one(b) for b in bodies)))
+
+
+def _api_scores(
+    system: RunningSystem,
+    preference: Preference,
+    prompts: list[str],
+    eval_tokens: int,
+    control_key: str | None,
+) -> tuple[float, float | None]:
+    own = evaluate_api(system, system.api_key, preference, prompts, eval_tokens)
+    control = (
+        evaluate_api(system, control_key, preference, prompts, eval_tokens) if control_key else None
+    )
+    return own, control
 
 
 def simulate(
@@ -130,6 +172,7 @@ def simulate(
     seed: int,
     eval_tokens: int,
     batch_size: int,
+    control_key: str | None = None,
 ) -> Run:
     from tqdm import tqdm
 
@@ -139,8 +182,12 @@ def simulate(
     )
     headers = {"Authorization": f"Bearer {system.api_key}"}
     started = time.monotonic()
+
+    def _via_api(_: int) -> tuple[float, float | None]:
+        return _api_scores(system, preference, prompts["held_out"], eval_tokens, control_key)
+
     score = evaluate(system, preference, prompts["held_out"], 0, eval_tokens)
-    run.versions.append(VersionScore(0, 0, score, 1.0, 0.0))
+    run.versions.append(VersionScore(0, 0, score, 1.0, 0.0, *_via_api(0)))
     seen = 0
     bar = tqdm(total=versions, desc=f"{preference.name} ({algorithm}, {feedback})", unit="version")
     turn = 0
@@ -189,13 +236,21 @@ def simulate(
         score = evaluate(system, preference, prompts["held_out"], live, eval_tokens)
         run.versions.append(
             VersionScore(
-                live, run.turns, score, _ppl_ratio(system, live), time.monotonic() - started
+                live,
+                run.turns,
+                score,
+                _ppl_ratio(system, live),
+                time.monotonic() - started,
+                *_via_api(live),
             )
         )
         bar.update(1)
+        own, control = run.versions[-1].own_via_api, run.versions[-1].control_via_api
+        shown = "—" if control is None else f"{control:.2f}"
         bar.write(
             f"v{live}: score {score:.2f} after {run.turns} turns "
-            f"({run.thumbs_up} answers met the preference so far)"
+            f"({run.thumbs_up} answers met the preference so far); through /v1: "
+            f"the learner {own:.2f}, the control user {shown}"
         )
     bar.close()
     return run
@@ -255,6 +310,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lr", type=float, default=0.0, help="override the update's learning rate")
     parser.add_argument("--steps", type=int, default=0, help="override optimizer steps per update")
+    parser.add_argument(
+        "--no-control",
+        dest="control",
+        action="store_false",
+        help="leave out the second user (no feedback) whose answers must not change",
+    )
     args = parser.parse_args(argv)
     preferences = {p.name: p for p in load_preferences(args.preference)}
     if args.name not in preferences:
@@ -270,6 +331,11 @@ def main(argv: list[str] | None = None) -> int:
         "PARLEY_TRAIN_STEPS": str(args.steps or ""),
     }
     with running_system(env) as system:
+        control_key = (
+            system.manage("create_api_key", "--user", "control", "--create-user").strip()
+            if args.control
+            else None
+        )
         run = simulate(
             system,
             preference,
@@ -281,16 +347,24 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             eval_tokens=args.eval_tokens,
             batch_size=args.batch_size,
+            control_key=control_key,
         )
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = f"personalize-{run.preference}-{run.algorithm}-{run.feedback}"
-    print(f"\n{'version':>8}{'turns':>8}{'score':>8}{'ppl/base':>10}{'minutes':>9}")
+    print(
+        f"\n{'version':>8}{'turns':>8}{'score':>8}{'ppl/base':>10}{'minutes':>9}"
+        f"{'own /v1':>10}{'control':>10}"
+    )
     for v in run.versions:
         ratio = f"{v.ppl_ratio:.3f}" if v.ppl_ratio else "—"
         label = f"v{v.version}"
         minutes = v.seconds / 60
-        print(f"{label:>8}{v.feedback_turns:>8}{v.score:>8.2f}{ratio:>10}{minutes:>9.1f}")
+        api = "".join(
+            f"{x:>10.2f}" if x is not None else f"{'—':>10}"
+            for x in (v.own_via_api, v.control_via_api)
+        )
+        print(f"{label:>8}{v.feedback_turns:>8}{v.score:>8.2f}{ratio:>10}{minutes:>9.1f}{api}")
     first, best = run.versions[0].score, max(v.score for v in run.versions)
     worst_ppl = max((v.ppl_ratio or 1.0) for v in run.versions)
     target = best >= 0.8 or best - first >= 0.5
@@ -309,12 +383,13 @@ def main(argv: list[str] | None = None) -> int:
         "target_met": target,
         "worst_ppl_ratio": worst_ppl,
         "rejected_by_gate": run.rejected,
-        "lr": args.lr or "default (3e-4)",
+        "lr": args.lr or f"default ({UpdateConfig().lr:g})",
         "steps_per_update": args.steps or "default (2)",
         "batch_size": args.batch_size,
     }
+    record("personalize", result)  # the figures first: the plot needs a test-only package
     (out_dir / f"{stem}.json").write_text(json.dumps(result, indent=2))
-    plot(run, out_dir / f"{stem}.png")
-    print(f"bench | wrote bench/results/{stem}.json and .png")
-    record("personalize", result)
+    print(f"bench | wrote bench/results/{stem}.json")
+    if plot_if_possible(lambda: plot(run, out_dir / f"{stem}.png")):
+        print(f"bench | plot: bench/results/{stem}.png")
     return 0
