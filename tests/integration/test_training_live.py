@@ -134,12 +134,22 @@ def test_feedback_trains_new_versions_that_prefer_what_the_user_asked_for(
         (updates,),
     )
     assert all(status == "done" and steps > 0 for _, status, _, _, steps in finished), finished
-    live = _wait(
-        stack,
-        "SELECT number FROM learning_policyversion WHERE status = 'live'",
-        (),
-        lambda r: r and r[0][0] >= finished[-1][2],
+    # PARLEY_LEARNING_SCOPE=user (the default): the key's owner has a lineage of their own.
+    owner = stack.sql(
+        "SELECT c.owner_id FROM chat_message m JOIN chat_conversation c "
+        "ON c.id = m.conversation_id WHERE m.completion_id = %s",
+        (ids[0],),
     )[0][0]
+    assert {n for _, _, n, _, _ in finished} <= {
+        n
+        for (n,) in stack.sql(
+            "SELECT number FROM learning_policyversion WHERE owner_id = %s", (owner,)
+        )
+    }
+    live_of_owner = (
+        "SELECT number FROM learning_policyversion WHERE status = 'live' AND owner_id = %s"
+    )
+    live = _wait(stack, live_of_owner, (owner,), lambda r: r and r[0][0] >= finished[-1][2])[0][0]
     metrics = stack.sql(
         "SELECT metrics FROM learning_trainingupdate WHERE id = %s", (updates[-1],)
     )[0][0]
@@ -170,7 +180,8 @@ def test_feedback_trains_new_versions_that_prefer_what_the_user_asked_for(
     print(f"mean log-prob of 'Sure!' opening: base {base_sure:.2f}, v{live} {live_sure:.2f}")
     assert live_sure > base_sure + 0.5
 
-    # A publish (rollback to the base and forward again) fails no request in flight.
+    # A swap (the user's lineage reset to the shared model, then their version published
+    # again) fails no request in flight.
     def stream(i: int) -> int:
         with httpx.stream(
             "POST",
@@ -190,10 +201,14 @@ def test_feedback_trains_new_versions_that_prefer_what_the_user_asked_for(
     with concurrent.futures.ThreadPoolExecutor(max_workers=20) as pool:
         futures = [pool.submit(stream, i) for i in range(20)]
         time.sleep(0.5)
-        stack.manage("publish_version", "0")
+        stack.manage(
+            "shell",
+            "-c",
+            "from django.db import transaction\n"
+            "from webapp.learning.workflows.publishing import policy_lineage_reset\n"
+            f"with transaction.atomic(): policy_lineage_reset(owner_id={owner})",
+        )
         stack.manage("publish_version", str(live))
         statuses = [f.result() for f in futures]
     assert statuses == [200] * 20
-    assert stack.sql("SELECT number FROM learning_policyversion WHERE status = 'live'", ()) == [
-        (live,)
-    ]
+    assert stack.sql(live_of_owner, (owner,)) == [(live,)]

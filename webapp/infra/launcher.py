@@ -23,6 +23,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
+
 from webapp.config import (
     INFRA_FILE,
     ConfigError,
@@ -141,13 +143,33 @@ def run() -> int:
             return honcho.wait()
         except (KeyboardInterrupt, Stop):
             say("stopping (Ctrl-C)")
+            # Its processes, listed now: killed honcho could not pass a signal on to them.
+            tree = _descendants(honcho.pid)
             with contextlib.suppress(ProcessLookupError):
                 honcho.send_signal(signal.SIGTERM)
             try:
                 honcho.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 honcho.kill()
+            # Whatever outlived honcho (a train worker finishing its update, vLLM's engine)
+            # would go on without its database: it goes now.
+            _kill_all(tree)
             return 0
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    with contextlib.suppress(psutil.Error):
+        return psutil.Process(pid).children(recursive=True)
+    return []
+
+
+def _kill_all(processes: list[psutil.Process]) -> None:
+    """SIGKILL those still running; a process id reused since is not touched (psutil checks
+    each process's start time)."""
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    psutil.wait_procs(processes, timeout=10)
 
 
 def _wait_until_ready(
