@@ -168,6 +168,9 @@ USER_MAX_STREAMS = env_int("PARLEY_USER_MAX_STREAMS", 2)
 USER_RATE_LIMIT_PER_MINUTE = env_int("PARLEY_USER_RATE_LIMIT_PER_MINUTE", 600)
 # A stream's slot is freed when it ends; one a crashed process held expires after this.
 STREAM_SLOT_TTL_S = env_int("PARLEY_STREAM_SLOT_TTL_S", 900)
+# A user's second and later answers at once wait (at most this long) while other users are
+# being answered: beyond one answer each, parallel requests use only idle capacity.
+USER_EXTRA_STREAM_WAIT_S = env_float("PARLEY_USER_EXTRA_STREAM_WAIT_S", 30.0)
 # Earlier states kept per feedback (the newest ones).
 FEEDBACK_HISTORY_MAX = env_int("PARLEY_FEEDBACK_HISTORY_MAX", 50)
 # Sessions without X-Session-Done close after this much idle time (their last turn is judged).

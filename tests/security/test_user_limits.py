@@ -227,3 +227,51 @@ async def test_websocket_messages_count_toward_the_users_requests_a_minute(
     frames = await _say(socket, "three")
     assert "requests a minute" in frames[-1]
     await socket.disconnect()
+
+
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+async def test_a_users_extra_answer_waits_while_others_are_answered(settings, limits_clean) -> None:
+    import asyncio
+    import time
+
+    from webapp.core.limits import stream_slot_acquire
+
+    settings.USER_EXTRA_STREAM_WAIT_S = 10
+    settings.JUDGE_YIELD_GRACE_S = 0.2
+    alone = await stream_slot_acquire(user_id=1)  # nobody else: at once
+    second_alone = await stream_slot_acquire(user_id=1)  # still nobody else: at once too
+    await second_alone.release()
+    other = await stream_slot_acquire(user_id=2)  # user 2's first answer: never waits
+    assert alone is not None and other is not None
+
+    async def release_later() -> None:
+        await asyncio.sleep(0.6)
+        await other.release()
+
+    releasing = asyncio.ensure_future(release_later())
+    started = time.monotonic()
+    extra = await stream_slot_acquire(user_id=1)  # user 1's second while user 2 is answered
+    waited = time.monotonic() - started
+    await releasing
+    assert extra is not None
+    assert 0.6 <= waited < 3, waited  # until user 2's answer ended (and its grace), not 10 s
+    for slot in (alone, extra):
+        await slot.release()
+
+
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+async def test_an_extra_answer_waits_at_most_the_setting(settings, limits_clean) -> None:
+    import time
+
+    from webapp.core.limits import stream_slot_acquire
+
+    settings.USER_EXTRA_STREAM_WAIT_S = 0.5
+    busy = await stream_slot_acquire(user_id=2)
+    first = await stream_slot_acquire(user_id=1)
+    started = time.monotonic()
+    extra = await stream_slot_acquire(user_id=1)
+    assert extra is not None and 0.4 <= time.monotonic() - started < 2
+    for slot in (busy, first, extra):
+        await slot.release()

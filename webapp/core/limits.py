@@ -133,6 +133,10 @@ def others_streaming(*, user_id: int) -> int:
         members = client.zrangebyscore(_ALL_STREAMS, now, "+inf")
     except _UNAVAILABLE:
         return 0
+    return _count_others(members, user_id)
+
+
+def _count_others(members: list[bytes], user_id: int) -> int:
     mine = f"{user_id}:".encode()
     return sum(not member.startswith(mine) for member in members)
 
@@ -167,11 +171,36 @@ async def stream_slot_acquire(*, user_id: int) -> StreamSlot | None:
         return StreamSlot(user_id)
     if taken != 1:
         return None
-    try:  # every user's slots in one set too, for the judge to see who else is being answered
+    try:  # every user's slots in one set too, to see who else is being answered
         await _redis().zadd(_ALL_STREAMS, {f"{user_id}:{token}": now + ttl})
     except _UNAVAILABLE:
         log.warning("could not record a stream slot", exc_info=True)
+    waited = await _extra_stream_turn(user_id)
+    if waited >= 0.1:
+        log.info("user %s's extra answer waited %.1f s for other users' answers", user_id, waited)
     return StreamSlot(user_id, token)
+
+
+async def _extra_stream_turn(user_id: int) -> float:
+    """A user's second (and later) answer at once starts only when nobody else is being
+    answered, or after ``USER_EXTRA_STREAM_WAIT_S``: beyond one answer each, the model's
+    capacity is for idle moments, so one user's parallel requests cannot crowd out everyone
+    else's. The seconds waited."""
+    limit = settings.USER_EXTRA_STREAM_WAIT_S
+    started = time.monotonic()
+    while limit > 0 and time.monotonic() - started < limit:
+        try:
+            now = time.time()
+            pipe = _redis().pipeline()
+            pipe.zcount(_streams_name(user_id), now, "+inf")
+            pipe.zrangebyscore(_ALL_STREAMS, now, "+inf")
+            own, members = await pipe.execute()
+        except _UNAVAILABLE:
+            break
+        if own <= 1 or not _count_others(members, user_id):
+            break
+        await asyncio.sleep(0.05)
+    return time.monotonic() - started
 
 
 def streams_refused_message(limit: int) -> str:
