@@ -1,4 +1,5 @@
-"""Policy versions (publish / roll back) and training updates (their metrics per step)."""
+"""Policy versions (publish / roll back), training updates (their metrics per step), and who
+paused learning."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from webapp.core.admin_helpers import (
     table,
 )
 from webapp.learning.admin.common import OwnerFilter, ViewOnlyAdmin, owner_name, produced_by
-from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
+from webapp.learning.models import LearningPreference, PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.workflows.publishing import PublishFailed, policy_version_publish
 
 
@@ -186,3 +187,15 @@ class TrainingUpdateAdmin(ViewOnlyAdmin):
     @admin.display(description="summary")
     def summary_pretty(self, obj: TrainingUpdate) -> object:
         return pretty_json(obj.summary)
+
+
+@admin.register(LearningPreference)
+class LearningPreferenceAdmin(ViewOnlyAdmin):
+    """Who paused learning on "My model" (only they change it)."""
+
+    list_display = ("user", "paused", "updated_at")
+    list_filter = ("paused",)
+    search_fields = ("user__username",)
+    list_select_related = ("user",)
+    fields = ("user", "paused", "updated_at")
+    readonly_fields = fields
