@@ -58,9 +58,13 @@ def version_sample_ids(update: TrainingUpdate | None) -> list[int]:
     """The samples an update trained: its batch, and any consumed or excluded under it."""
     if update is None:
         return []
+    under = {update.pk: set(Sample.objects.filter(update=update).values_list("pk", flat=True))}
+    return _batch(update, under)
+
+
+def _batch(update: TrainingUpdate, under: dict[int, set[int]]) -> list[int]:
     ids = {i for i in update.summary.get("sample_ids", []) if isinstance(i, int)}
-    ids.update(Sample.objects.filter(update=update).values_list("pk", flat=True))
-    return sorted(ids)
+    return sorted(ids | under.get(update.pk, set()))
 
 
 def feedback_taught(sample_ids: list[int]) -> dict[int, dict[str, int]]:
@@ -105,7 +109,13 @@ def lineage_rows(*, user: Any) -> list[VersionRow]:
         u.produced_version_id: u
         for u in TrainingUpdate.objects.filter(produced_version__in=versions)
     }
-    trained = {v.pk: version_sample_ids(updates.get(v.pk)) for v in versions}
+    # One query for every update's samples, however long the lineage.
+    under: dict[int, set[int]] = {}
+    for update_id, sample_id in Sample.objects.filter(
+        update__in=list(updates.values())
+    ).values_list("update_id", "pk"):
+        under.setdefault(update_id, set()).add(sample_id)
+    trained = {v.pk: _batch(updates[v.pk], under) if v.pk in updates else [] for v in versions}
     taught = feedback_taught([i for ids in trained.values() for i in ids])
     rows = []
     for ordinal, version in enumerate(versions, start=1):

@@ -249,3 +249,21 @@ def test_the_page_renders_with_messy_data(client, alice) -> None:
     page = client.get(reverse("mymodel:index")).content.decode()
     assert "no reason recorded" in page
     assert client.get(reverse("mymodel:version", args=[version.pk])).status_code == 200
+
+
+def test_the_page_costs_the_same_queries_however_long_the_lineage(client, alice) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(alice)
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(reverse("mymodel:index")).status_code == 200
+        return len(captured)
+
+    _version(alice, 1, "retired", [sampled(judged(turn(alice, title="t0")))])
+    few = queries()
+    for number in range(2, 12):
+        _version(alice, number, "retired", [sampled(judged(turn(alice, title=f"t{number}")))])
+    assert queries() == few
