@@ -17,6 +17,7 @@ urlpatterns = [
     path("settings/api-keys/<int:pk>/revoke", key_views.key_revoke, name="api_key_revoke"),
     path("dashboard/", include("webapp.dashboard.urls")),
     path("me/", include("webapp.privacy.urls")),
+    path("me/model/", include("webapp.mymodel.urls")),
     # The admin's log-in door is throttled like the site's (same counts).
     path("admin/login/", throttled_login(admin.site.login)),
     path("admin/", admin.site.urls),

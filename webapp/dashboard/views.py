@@ -2,6 +2,7 @@
 
 Only staff see any of it: anonymous visitors are sent to log in, other users get a 404 (the
 same answer as for a page that does not exist, so the dashboard's existence leaks nothing).
+``?user=NAME`` narrows every view to that user's lineage (an unknown name is a 404).
 """
 
 from __future__ import annotations
@@ -10,14 +11,15 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
 from webapp.dashboard.charts import Series, bar_chart, line_chart
-from webapp.dashboard.selectors import dashboard_data
+from webapp.dashboard.selectors import dashboard_data, dashboard_users
 
 POLL_SECONDS = 5
 View = Callable[..., HttpResponse]
@@ -89,24 +91,36 @@ def charts(data: dict[str, Any]) -> dict[str, SafeString]:
     }
 
 
-def _context() -> dict[str, Any]:
-    data = dashboard_data()
+def owner_from(request: HttpRequest) -> Any:
+    """The user named by ``?user=``, or None (everyone) when it is absent or empty."""
+    name = request.GET.get("user", "").strip()
+    if not name:
+        return None
+    return get_object_or_404(get_user_model(), **{get_user_model().USERNAME_FIELD: name})
+
+
+def _context(request: HttpRequest) -> dict[str, Any]:
+    data = dashboard_data(owner=owner_from(request))
     return {"data": data, "charts": charts(data), "poll_seconds": POLL_SECONDS}
 
 
 @require_GET
 @staff_only
 def index(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/index.html", _context())
+    return render(
+        request, "dashboard/index.html", {**_context(request), "users": dashboard_users()}
+    )
 
 
 @require_GET
 @staff_only
 def panel(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/_panel.html", _context())
+    return render(request, "dashboard/_panel.html", _context(request))
 
 
 @require_GET
 @staff_only
 def data_json(request: HttpRequest) -> JsonResponse:
-    return JsonResponse(dashboard_data(), json_dumps_params={"ensure_ascii": False})
+    return JsonResponse(
+        dashboard_data(owner=owner_from(request)), json_dumps_params={"ensure_ascii": False}
+    )

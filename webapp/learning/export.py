@@ -1,4 +1,6 @@
-"""JSONL export of conversations (with messages and feedback), judgements and samples.
+"""JSONL export of conversations (with messages and feedback), judgements, samples, and the
+lineage they trained: policy versions and training updates, each with its owner (a username,
+or null for the shared lineage).
 
 One JSON object per line, each with a ``type`` field; the README documents every field.
 Nothing is ever deleted by exporting.
@@ -11,7 +13,7 @@ from typing import Any
 
 from webapp.chat.feedback_spec import feedback_state
 from webapp.chat.models import Conversation, Message
-from webapp.learning.models import Judgement, Sample
+from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
 
 
 def _message(message: Message) -> dict[str, Any]:
@@ -109,14 +111,71 @@ def sample_records(samples: Iterable[Sample]) -> Iterator[dict[str, Any]]:
         }
 
 
+def _username(user: Any) -> str | None:
+    return user.get_username() if user is not None else None
+
+
+def _number(version: PolicyVersion | None) -> int | None:
+    return version.number if version is not None else None
+
+
+def _when(at: Any) -> str | None:
+    return at.isoformat() if at else None
+
+
+def version_records(versions: Iterable[PolicyVersion]) -> Iterator[dict[str, Any]]:
+    for v in versions:
+        yield {
+            "type": "policy_version",
+            "id": v.pk,
+            "number": v.number,
+            "owner": _username(v.owner),
+            "parent": _number(v.parent),
+            "status": v.status,
+            "probe_metrics": v.probe_metrics,
+            "created_at": v.created_at.isoformat(),
+            "published_at": _when(v.published_at),
+        }
+
+
+def update_records(updates: Iterable[TrainingUpdate]) -> Iterator[dict[str, Any]]:
+    for u in updates:
+        yield {
+            "type": "training_update",
+            "id": u.pk,
+            "owner": _username(u.owner),
+            "algorithm": u.algorithm,
+            "status": u.status,
+            "base_version": _number(u.base_version),
+            "produced_version": _number(u.produced_version),
+            "config": u.config,
+            "metrics": u.metrics,
+            "summary": u.summary,
+            "error": u.error,
+            "created_at": u.created_at.isoformat(),
+            "started_at": _when(u.started_at),
+            "finished_at": _when(u.finished_at),
+        }
+
+
 def export_all(*, owner: Any = None) -> Iterator[dict[str, Any]]:
+    """Everything, or (``owner``) that user's conversations, what was made of them and their own
+    lineage (the shared lineage's versions and updates are not theirs: they are left out)."""
     conversations = Conversation.objects.select_related("owner").order_by("pk")
     judgements = Judgement.objects.order_by("pk")
     samples = Sample.objects.select_related("policy_version").order_by("pk")
+    versions = PolicyVersion.objects.select_related("owner", "parent").order_by("number")
+    updates = TrainingUpdate.objects.select_related(
+        "owner", "base_version", "produced_version"
+    ).order_by("pk")
     if owner is not None:
         conversations = conversations.filter(owner=owner)
         judgements = judgements.filter(message__conversation__owner=owner)
         samples = samples.filter(message__conversation__owner=owner)
+        versions = versions.filter(owner=owner)
+        updates = updates.filter(owner=owner)
     yield from conversation_records(conversations.iterator(chunk_size=200))
     yield from judgement_records(judgements.iterator(chunk_size=500))
     yield from sample_records(samples.iterator(chunk_size=500))
+    yield from version_records(versions.iterator(chunk_size=500))
+    yield from update_records(updates.iterator(chunk_size=200))

@@ -191,3 +191,17 @@ class Sample(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} sample of message {self.message_id} ({self.status})"
+
+
+class LearningPreference(models.Model):
+    """A user's say over what their feedback does. ``paused``: their samples are still recorded
+    (judged, kept, exportable) but no update trains on them until they resume."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="learning_preference"
+    )
+    paused = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.user} ({'paused' if self.paused else 'learning'})"

@@ -92,28 +92,30 @@ def learning_statuses(*, message_ids: Iterable[int]) -> dict[int, str]:
     }
 
 
-def sample_counts() -> dict[str, int]:
-    """Where every sample stands; trained + waiting + excluded = total, so none is lost.
+def sample_counts(*, owner_id: int | None = None) -> dict[str, int]:
+    """Where every sample stands (``owner_id``: only those from that user's conversations);
+    trained + waiting + excluded = total, so none is lost.
 
     Trained: consumed by a published-or-candidate version that passed the gate. Waiting: ready
     (new, or given back by a refused update). Excluded: never to be trained, each with its
     ``exclusion_reason`` (refused too often, excluded by an admin, or superseded by a newer
     judgement of the same answer, which carries its feedback on).
     """
+    samples = Sample.objects.all()
+    if owner_id is not None:
+        samples = samples.filter(message__conversation__owner_id=owner_id)
     by_status = dict(
-        Sample.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n")
+        samples.values_list("status").annotate(n=Count("id")).values_list("status", "n")
     )
     return {
         "trained": by_status.get(Sample.Status.CONSUMED, 0),
         "waiting": by_status.get(Sample.Status.READY, 0),
         "excluded": by_status.get(Sample.Status.EXCLUDED, 0)
         + by_status.get(Sample.Status.SUPERSEDED, 0),
-        "excluded_without_reason": Sample.objects.filter(
+        "excluded_without_reason": samples.filter(
             status__in=[Sample.Status.EXCLUDED, Sample.Status.SUPERSEDED], exclusion_reason=""
         ).count(),
-        "refused_waiting": Sample.objects.filter(
-            status=Sample.Status.READY, refusals__gt=0
-        ).count(),
+        "refused_waiting": samples.filter(status=Sample.Status.READY, refusals__gt=0).count(),
         "total": sum(by_status.values()),
     }
 

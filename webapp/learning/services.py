@@ -255,10 +255,6 @@ def sample_exclude(*, sample: Sample, reason: str = "excluded by an admin") -> S
     return sample
 
 
-def samples_ready_count() -> int:
-    return Sample.objects.filter(status=Sample.Status.READY).count()
-
-
 SKIP_REASON_MAX = 300
 
 

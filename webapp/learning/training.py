@@ -2,6 +2,8 @@
 
 - Trigger: ready samples reach ``PARLEY_TRAIN_BATCH_SIZE``, or the oldest has waited
   ``PARLEY_TRAIN_MAX_WAIT_S``; one update is queued at a time (single flight).
+- Pause: a user who paused learning ("My model") has their samples recorded but not trained;
+  the trigger and the batch leave them out until they resume.
 - Lineages: with ``PARLEY_LEARNING_SCOPE=user`` the trigger counts each user's samples apart,
   an update trains one user's samples into that user's lineage (starting from their live
   version, or the shared one for their first), and users with a ready batch take turns: the
@@ -43,6 +45,7 @@ from trainer.config import UpdateConfig
 from webapp.core.outbox import Task, enqueue
 from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.notify import push_learning_status
+from webapp.learning.preferences import learning_paused
 from webapp.learning.selectors import policy_version_live
 
 TRAINING_LOCK_KEY = 0x5041524C  # "PARL": the advisory lock id for single-flight training
@@ -82,11 +85,12 @@ def lineage_samples(samples: QuerySet[Sample], *, owner_id: int | None) -> Query
 
 
 def claimable_samples(*, algorithm: str, owner_id: int | None = None) -> QuerySet[Sample]:
-    """Ready samples of the kinds the algorithm trains on (trainer.algorithms), of a lineage."""
+    """Ready samples of the kinds the algorithm trains on (trainer.algorithms), of a lineage,
+    leaving out those of users who paused learning (they stay ready for when they resume)."""
     return lineage_samples(
         Sample.objects.filter(
             status=Sample.Status.READY, kind__in=algorithm_get(algorithm).sample_kinds
-        ),
+        ).exclude(message__conversation__owner__learning_preference__paused=True),
         owner_id=owner_id,
     )
 
@@ -172,6 +176,13 @@ def training_update_claim(*, update_id: int) -> TrainingUpdate | None:
         .order_by("created_at")
         .values_list("pk", flat=True)[: settings.TRAIN_BATCH_SIZE]
     )
+    if not ids and update.owner_id is not None and learning_paused(user_id=update.owner_id):
+        # Queued before its owner paused: nothing of theirs may be trained now.
+        update.status = TrainingUpdate.Status.FAILED
+        update.error = "Its owner paused learning before it started; nothing was trained."
+        update.finished_at = timezone.now()
+        update.save(update_fields=["status", "error", "finished_at"])
+        return None
     refusals = max(Sample.objects.filter(pk__in=ids).values_list("refusals", flat=True), default=0)
     update.status = TrainingUpdate.Status.RUNNING
     update.started_at = timezone.now()

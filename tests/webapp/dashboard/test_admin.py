@@ -306,3 +306,27 @@ def test_non_staff_get_nothing_from_the_admin(client, chain, who, alice) -> None
 
 def _pk_any(model) -> int:
     return model.objects.order_by("pk").values_list("pk", flat=True).first()
+
+
+def test_versions_and_updates_show_and_filter_by_owner(admin_client_, chain, alice, bob) -> None:
+    mine = PolicyVersion.objects.create(number=4, owner=alice, status="live")
+    theirs = PolicyVersion.objects.create(number=5, owner=bob, status="live")
+    my_update = TrainingUpdate.objects.create(algorithm="rl", owner=alice, produced_version=mine)
+    their_update = TrainingUpdate.objects.create(algorithm="rl", owner=bob, produced_version=theirs)
+    for model, alices, bobs, shared in [
+        (PolicyVersion, mine, theirs, chain.version),
+        (TrainingUpdate, my_update, their_update, chain.update),
+    ]:
+        listing = admin_client_.get(_url(model, "changelist"))
+        page = listing.content.decode()
+        assert ">alice<" in page and ">bob<" in page and ">shared<" in page, model
+        assert f"?owner={alice.pk}" in page and "?owner=shared" in page, model
+        only_alice = admin_client_.get(_url(model, "changelist"), {"owner": alice.pk})
+        assert list(only_alice.context["cl"].result_list) == [alices], model
+        only_shared = admin_client_.get(_url(model, "changelist"), {"owner": "shared"})
+        assert shared in only_shared.context["cl"].result_list, model
+        assert bobs not in only_shared.context["cl"].result_list, model
+        by_name = admin_client_.get(_url(model, "changelist"), {"q": "bob"})
+        assert list(by_name.context["cl"].result_list) == [bobs], model
+        detail = admin_client_.get(_url(model, "change", alices.pk)).content.decode()
+        assert "alice" in detail, model

@@ -193,6 +193,6 @@ def test_every_parley_admin_audits_its_actions() -> None:
     from webapp.core.audit import AuditedAdmin
 
     parley = [m for m in admin.site._registry if m._meta.app_label in {"chat", "api", "learning"}]
-    assert len(parley) == 8
+    assert len(parley) == 9  # LearningPreference: who paused learning
     for model in [*parley, get_user_model()]:
         assert isinstance(admin.site._registry[model], AuditedAdmin), model

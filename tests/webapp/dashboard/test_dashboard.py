@@ -16,7 +16,7 @@ from webapp.chat.models import Feedback
 from webapp.dashboard import selectors
 from webapp.dashboard.charts import Series, bar_chart, line_chart
 from webapp.dashboard.queues import queue_depths, redis_url_from_broker
-from webapp.learning.models import Judgement, PolicyVersion
+from webapp.learning.models import Judgement, PolicyVersion, TrainingUpdate
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
@@ -219,3 +219,47 @@ def test_bar_chart_draws_one_bar_per_value_and_empty_charts_say_so() -> None:
     assert "2025-01-02 down: 3" in svg
     assert "no data yet" in str(line_chart("Reward", [Series("r", [], "#000")], []))
     assert "no data yet" in str(bar_chart("Feedback", [Series("up", [], "#000")], []))
+
+
+def test_the_user_filter_narrows_every_view_to_one_lineage(staff_client, alice, bob) -> None:
+    mine, theirs = turn(alice, title="Alice's"), turn(bob, title="Bob's")
+    my_judgement, their_judgement = judged(mine), judged(theirs, score=-1)
+    sampled(my_judgement)
+    sampled(their_judgement)
+    Feedback.objects.create(message=mine, author=alice, rating=1)
+    Feedback.objects.create(message=theirs, author=bob, rating=-1)
+    own = PolicyVersion.objects.create(
+        number=4, owner=alice, status="live", probe_metrics={"probe_ppl": 12.5}
+    )
+    TrainingUpdate.objects.create(
+        algorithm="rl", owner=alice, produced_version=own, metrics=[{"step": 0, "loss": 0.5}]
+    )
+    TrainingUpdate.objects.create(algorithm="rl", owner=bob, metrics=[{"step": 0, "loss": 0.9}])
+
+    everyone = staff_client.get(reverse("dashboard:data")).json()
+    assert everyone["user"] is None and everyone["live_version"]["label"] == "v0"
+    assert everyone["samples_ready"] == 2 and len(everyone["updates"]) == 2
+
+    data = staff_client.get(reverse("dashboard:data"), {"user": "alice"}).json()
+    assert data["user"] == "alice"
+    assert data["live_version"] | {"published_at": None} == {
+        "number": 4,
+        "label": "v4",
+        "owner": "alice",
+        "published_at": None,
+        "probe_kl": None,
+        "probe_ppl": 12.5,
+    }
+    assert data["samples_ready"] == 1
+    assert [p["judgement_id"] for p in data["reward"]["points"]] == [my_judgement.pk]
+    assert [(d["up"], d["down"]) for d in data["feedback_per_day"]] == [(1, 0)]
+    assert [u["produced_version"] for u in data["updates"]] == [4]
+    assert [(v["label"], v["owner"]) for v in data["versions"]] == [("v4", "alice")]
+
+    page = staff_client.get(reverse("dashboard:index"), {"user": "alice"}).content.decode()
+    assert 'hx-get="/dashboard/panel/?user=alice"' in page
+    assert '<option value="alice" selected>' in page and '<option value="bob">' in page
+    assert "alice's own" in page
+    panel = staff_client.get(reverse("dashboard:panel"), {"user": "bob"}).content.decode()
+    assert "bob has none of their own: the shared one" in panel
+    assert staff_client.get(reverse("dashboard:data"), {"user": "nobody"}).status_code == 404

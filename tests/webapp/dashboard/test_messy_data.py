@@ -84,3 +84,4 @@ def test_dashboard_chat_and_my_data_render_with_messy_data(client, staff, alice,
     assert client.get(reverse("chat:conversation", args=[conversation.pk])).status_code == 200
     assert client.get(reverse("privacy:my_data")).status_code == 200
     assert client.get(reverse("privacy:export")).status_code == 200
+    assert client.get(reverse("mymodel:index")).status_code == 200

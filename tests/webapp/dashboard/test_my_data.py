@@ -3,6 +3,7 @@ untrained samples with it and says what had already been trained; others' ids ar
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -119,3 +120,42 @@ def test_another_users_conversation_is_a_404(client, chain, bob) -> None:
     assert Conversation.objects.filter(pk=chain.conversation.pk).exists()
     assert Sample.objects.filter(pk=chain.sample.pk).exists()
     assert _lines(client.get(reverse("privacy:export"))) == []
+
+
+def test_the_export_carries_the_lineage_each_version_and_update_with_its_owner(
+    client, chain, alice, bob, tmp_path
+) -> None:
+    from django.core.management import call_command
+
+    mine = PolicyVersion.objects.create(number=2, owner=alice, parent=chain.version)
+    theirs = PolicyVersion.objects.create(number=3, owner=bob, status="rejected")
+    my_update = TrainingUpdate.objects.create(
+        algorithm="rl", owner=alice, base_version=chain.version, produced_version=mine
+    )
+    TrainingUpdate.objects.create(algorithm="rl", owner=bob, produced_version=theirs)
+
+    out = tmp_path / "export.jsonl"
+    call_command("export_jsonl", "--out", str(out), stderr=io.StringIO())
+    everything = [json.loads(line) for line in out.read_text().splitlines()]
+    versions = [r for r in everything if r["type"] == "policy_version"]
+    assert [(v["number"], v["owner"]) for v in versions] == [
+        (0, None),
+        (1, None),
+        (2, "alice"),
+        (3, "bob"),
+    ]
+    assert versions[2]["parent"] == 1 and versions[3]["status"] == "rejected"
+    updates = [r for r in everything if r["type"] == "training_update"]
+    assert [(u["owner"], u["produced_version"]) for u in updates] == [
+        (None, 1),
+        ("alice", 2),
+        ("bob", 3),
+    ]
+
+    client.force_login(alice)
+    lines = _lines(client.get(reverse("privacy:export")))
+    assert [(r["number"], r["owner"]) for r in lines if r["type"] == "policy_version"] == [
+        (2, "alice")
+    ]
+    [update] = [r for r in lines if r["type"] == "training_update"]
+    assert (update["id"], update["owner"], update["base_version"]) == (my_update.pk, "alice", 1)

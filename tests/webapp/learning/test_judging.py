@@ -247,7 +247,8 @@ def test_export_jsonl_writes_conversations_judgements_and_samples(judge, user, t
     out = tmp_path / "export.jsonl"
     call_command("export_jsonl", "--out", str(out), stderr=StringIO())
     records = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [r["type"] for r in records] == ["conversation", "judgement", "sample"]
+    assert [r["type"] for r in records] == ["conversation", "judgement", "sample", "policy_version"]
+    assert (records[3]["number"], records[3]["owner"]) == (0, None)  # the base: shared lineage
     assert records[0]["messages"][1]["feedback"][0]["comment"] == "Great, thanks a lot!"
     assert records[2]["response_token_ids"] == [7, 8]
 

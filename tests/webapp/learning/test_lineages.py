@@ -10,6 +10,7 @@ import pytest
 from tests.factories import AnswerFactory
 from webapp.learning import training
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
+from webapp.learning.preferences import learning_pause_set
 from webapp.learning.selectors import policy_version_for, policy_version_live
 from webapp.learning.workflows.publishing import policy_version_publish
 from webapp.learning.workflows.training import TrainJob, TrainResult, train_update
@@ -262,3 +263,44 @@ def test_resetting_a_lineage_goes_back_to_the_shared_version_and_trains_from_it(
     again = _train_next(run, push)
     assert again.base_version.number == 0 and run.jobs[-1].init_adapter_dir is None
     assert policy_version_for(user=alice) == again.produced_version
+
+
+def test_a_paused_users_samples_are_recorded_but_not_trained(settings, alice, bob) -> None:
+    settings.TRAIN_BATCH_SIZE = 2
+    learning_pause_set(user=alice, paused=True)
+    alices = _samples(alice, 4)
+    assert training.training_update_maybe_queue(force=True) is None  # only hers are ready
+    bobs = _samples(bob, 2)
+    run, push = FakeRun(), FakePush()
+    update = _train_next(run, push)
+    assert update.owner == bob and update.summary["sample_ids"] == _ids(bobs)
+    assert Sample.objects.filter(pk__in=_ids(alices), status="ready").count() == 4
+
+    learning_pause_set(user=alice, paused=False)
+    resumed = _train_next(run, push)
+    assert resumed.owner == alice and resumed.summary["sample_ids"] == _ids(alices)[:2]
+
+
+def test_an_update_queued_before_its_owner_paused_trains_nothing(settings, alice) -> None:
+    settings.TRAIN_BATCH_SIZE = 1
+    samples = _samples(alice, 1)
+    update = training.training_update_maybe_queue()
+    assert update is not None and update.owner == alice
+    learning_pause_set(user=alice, paused=True)
+    run = FakeRun()
+    assert train_update(update.pk, run=run, push=FakePush()) is None
+    update.refresh_from_db()
+    assert update.status == "failed" and "paused" in update.error and run.jobs == []
+    assert Sample.objects.get(pk=samples[0].pk).status == "ready"
+
+
+def test_in_shared_scope_a_paused_users_samples_stay_out_of_the_shared_batch(
+    settings, alice, bob
+) -> None:
+    settings.LEARNING_SCOPE = "shared"
+    settings.TRAIN_BATCH_SIZE = 4
+    learning_pause_set(user=alice, paused=True)
+    alices, bobs = _samples(alice, 2), _samples(bob, 2)
+    update = _train_next(FakeRun(), FakePush(), force=True)
+    assert update.owner is None and update.summary["sample_ids"] == _ids(bobs)
+    assert Sample.objects.filter(pk__in=_ids(alices), status="ready").count() == 2

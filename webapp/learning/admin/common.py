@@ -32,7 +32,43 @@ class ConversationFilter(admin.SimpleListFilter):
         return queryset
 
 
-__all__ = ["ConversationFilter", "ViewOnlyAdmin", "produced_by", "sample_of"]
+class OwnerFilter(admin.SimpleListFilter):
+    """``?owner=<user id>`` or ``?owner=shared``: one lineage's rows. The sidebar offers the
+    shared lineage and every user who has rows here (one query)."""
+
+    title = "owner (lineage)"
+    parameter_name = "owner"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[Any]:
+        owners = (
+            model_admin.model._default_manager.filter(owner__isnull=False)
+            .values_list("owner_id", "owner__username")
+            .distinct()
+            .order_by("owner__username")
+        )
+        return [("shared", "shared"), *((str(pk), name) for pk, name in owners)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value == "shared":
+            return queryset.filter(owner__isnull=True)
+        if value and str(value).isdigit():
+            return queryset.filter(owner_id=int(value))
+        return queryset
+
+
+def owner_name(obj: PolicyVersion | TrainingUpdate) -> str:
+    return obj.owner.get_username() if obj.owner_id else "shared"
+
+
+__all__ = [
+    "ConversationFilter",
+    "OwnerFilter",
+    "ViewOnlyAdmin",
+    "owner_name",
+    "produced_by",
+    "sample_of",
+]
 
 
 def sample_of(judgement: Judgement) -> Sample | None:

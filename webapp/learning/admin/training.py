@@ -1,4 +1,5 @@
-"""Policy versions (publish / roll back) and training updates (their metrics per step)."""
+"""Policy versions (publish / roll back), training updates (their metrics per step), and who
+paused learning."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from webapp.core.admin_helpers import (
     pretty_json,
     table,
 )
-from webapp.learning.admin.common import ViewOnlyAdmin, produced_by
-from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
+from webapp.learning.admin.common import OwnerFilter, ViewOnlyAdmin, owner_name, produced_by
+from webapp.learning.models import LearningPreference, PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.workflows.publishing import PublishFailed, policy_version_publish
 
 
@@ -27,6 +28,7 @@ from webapp.learning.workflows.publishing import PublishFailed, policy_version_p
 class PolicyVersionAdmin(ViewOnlyAdmin):
     list_display = (
         "label",
+        "owner_label",
         "status",
         "parent",
         "probe_kl",
@@ -35,11 +37,12 @@ class PolicyVersionAdmin(ViewOnlyAdmin):
         "created_at",
         "published_at",
     )
-    list_filter = ("status", "created_at", "published_at")
-    search_fields = ("adapter_path",)
-    list_select_related = ("parent", "produced_by")
+    list_filter = (OwnerFilter, "status", "created_at", "published_at")
+    search_fields = ("adapter_path", "owner__username")
+    list_select_related = ("parent", "produced_by", "owner")
     fields = (
         "number",
+        "owner_label",
         "status",
         "adapter_path",
         "parent_link",
@@ -51,6 +54,10 @@ class PolicyVersionAdmin(ViewOnlyAdmin):
     )
     readonly_fields = fields
     actions = ["make_live"]
+
+    @admin.display(description="owner", ordering="owner__username")
+    def owner_label(self, obj: PolicyVersion) -> str:
+        return owner_name(obj)
 
     @admin.display(description="probe KL")
     def probe_kl(self, obj: PolicyVersion) -> Any:
@@ -107,6 +114,7 @@ class PolicyVersionAdmin(ViewOnlyAdmin):
 class TrainingUpdateAdmin(ViewOnlyAdmin):
     list_display = (
         "id",
+        "owner_label",
         "algorithm",
         "status",
         "base_version",
@@ -116,10 +124,11 @@ class TrainingUpdateAdmin(ViewOnlyAdmin):
         "created_at",
         "finished_at",
     )
-    list_filter = ("status", "algorithm", "base_version", "created_at", "finished_at")
-    search_fields = ("error", "algorithm")
-    list_select_related = ("base_version", "produced_version")
+    list_filter = (OwnerFilter, "status", "algorithm", "base_version", "created_at", "finished_at")
+    search_fields = ("error", "algorithm", "owner__username")
+    list_select_related = ("base_version", "produced_version", "owner")
     fields = (
+        "owner_label",
         "algorithm",
         "status",
         "base_version_link",
@@ -137,6 +146,10 @@ class TrainingUpdateAdmin(ViewOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[TrainingUpdate]:
         return super().get_queryset(request).annotate(sample_total=Count("samples"))
+
+    @admin.display(description="owner", ordering="owner__username")
+    def owner_label(self, obj: TrainingUpdate) -> str:
+        return owner_name(obj)
 
     @admin.display(description="samples", ordering="sample_total")
     def sample_count(self, obj: TrainingUpdate) -> int:
@@ -174,3 +187,15 @@ class TrainingUpdateAdmin(ViewOnlyAdmin):
     @admin.display(description="summary")
     def summary_pretty(self, obj: TrainingUpdate) -> object:
         return pretty_json(obj.summary)
+
+
+@admin.register(LearningPreference)
+class LearningPreferenceAdmin(ViewOnlyAdmin):
+    """Who paused learning on "My model" (only they change it)."""
+
+    list_display = ("user", "paused", "updated_at")
+    list_filter = ("paused",)
+    search_fields = ("user__username",)
+    list_select_related = ("user",)
+    fields = ("user", "paused", "updated_at")
+    readonly_fields = fields

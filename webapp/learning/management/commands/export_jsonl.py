@@ -12,7 +12,10 @@ from webapp.learning.export import export_all
 
 
 class Command(BaseCommand):
-    help = "Export conversations, judgements and samples as JSONL (fields: see README)."
+    help = (
+        "Export conversations, judgements, samples, policy versions and training updates as "
+        "JSONL (fields: see README)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--out", default="-", help="file to write (default: stdout)")
