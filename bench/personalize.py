@@ -264,7 +264,19 @@ def plot(run: Run, path: Path) -> None:
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     xs = [v.version for v in run.versions]
-    left.plot(xs, [v.score for v in run.versions], marker="o")
+    left.plot(xs, [v.score for v in run.versions], marker="o", label="the learner (their adapter)")
+    controls = [
+        (v.version, v.control_via_api) for v in run.versions if v.control_via_api is not None
+    ]
+    if controls:
+        left.plot(
+            [x for x, _ in controls],
+            [y for _, y in controls],
+            marker="s",
+            linestyle="--",
+            label="the control user (no feedback), same prompts",
+        )
+        left.legend(fontsize=7)
     left.set(
         xlabel="published version",
         ylabel="held-out score",
