@@ -95,6 +95,12 @@ def claimable_samples(*, algorithm: str, owner_id: int | None = None) -> QuerySe
     )
 
 
+SIGNAL = ~Q(reward=0) | ~Q(hint="") | ~Q(correction="")
+"""A sample that can move the model: a reward, a hint or a correction. A conversation that
+closes without feedback still leaves a reward-0 sample (so every session counts in a GRPO
+group), but a batch of only those would train nothing: no update (and no version) for it."""
+
+
 def _is_due(*, count: int, oldest: Any, force: bool) -> bool:
     waited = (timezone.now() - oldest).total_seconds()
     return force or count >= settings.TRAIN_BATCH_SIZE or waited >= settings.TRAIN_MAX_WAIT_S
@@ -108,8 +114,8 @@ def next_lineage_owner(*, force: bool = False) -> int | None:
         row["owner"]: row["oldest"]
         for row in claimable_samples(algorithm=settings.TRAIN_ALGORITHM)
         .values(owner=F("message__conversation__owner_id"))
-        .annotate(count=Count("id"), oldest=Min("created_at"))
-        if _is_due(count=row["count"], oldest=row["oldest"], force=force)
+        .annotate(count=Count("id"), signal=Count("id", filter=SIGNAL), oldest=Min("created_at"))
+        if row["signal"] and _is_due(count=row["count"], oldest=row["oldest"], force=force)
     }
     if not due:
         return None
@@ -124,9 +130,9 @@ def next_lineage_owner(*, force: bool = False) -> int | None:
 
 def _shared_is_due(*, force: bool) -> bool:
     stats = claimable_samples(algorithm=settings.TRAIN_ALGORITHM).aggregate(
-        count=Count("id"), oldest=Min("created_at")
+        count=Count("id"), signal=Count("id", filter=SIGNAL), oldest=Min("created_at")
     )
-    return bool(stats["count"]) and _is_due(
+    return bool(stats["signal"]) and _is_due(
         count=stats["count"], oldest=stats["oldest"], force=force
     )
 

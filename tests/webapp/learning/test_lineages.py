@@ -155,6 +155,20 @@ def test_the_batch_threshold_is_per_user(settings, alice, bob) -> None:
     assert update is not None and update.owner == bob
 
 
+@pytest.mark.parametrize("scope", ["user", "shared"])
+def test_answers_without_feedback_alone_train_no_version(settings, alice, scope) -> None:
+    # Conversations closed without feedback leave reward-0 samples (seen on a fresh install:
+    # a user who only asked questions got an update with loss 0 and a version of their own).
+    settings.LEARNING_SCOPE = scope
+    settings.TRAIN_BATCH_SIZE = 3
+    _samples(alice, 5, reward=0.0)
+    assert training.training_update_maybe_queue() is None
+    assert training.training_update_maybe_queue(force=True) is None
+    _samples(alice, 1, reward=-1.0)  # one 👎: now the batch has something to learn
+    update = training.training_update_maybe_queue()
+    assert update is not None
+
+
 def test_the_wait_trigger_is_per_user(settings, alice, bob) -> None:
     settings.TRAIN_BATCH_SIZE = 8
     _samples(alice, 1)
