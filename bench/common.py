@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import platform
+import signal
 import statistics
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -164,3 +167,16 @@ def record(name: str, figures: dict[str, Any]) -> None:
     with path.open("a") as handle:
         handle.write(json.dumps(entry) + "\n")
     print(f"bench | appended to {path}")
+
+
+def stop_process_group(process: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    """Stop a server started in a session of its own (``start_new_session=True``): SIGTERM to
+    its whole group, SIGKILL to the group if it has not ended within ``timeout`` seconds."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

@@ -30,7 +30,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -45,6 +44,8 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.common import stop_process_group  # noqa: E402
 
 DEFAULT_MODEL = ROOT / "var" / "models" / "SmolLM2-135M-Instruct"
 BASE_NAME = "base"
@@ -147,13 +148,7 @@ def running_vllm(args: argparse.Namespace, log_path: Path) -> Iterator[tuple[str
             time.sleep(1)
         yield f"{url}/v1", time.perf_counter() - started
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_process_group(process)
 
 
 def _tail(path: Path, lines: int = 30) -> str:

@@ -30,10 +30,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -45,7 +43,15 @@ from typing import Any
 
 import httpx
 
-from bench.common import ROOT, concurrent_streams, median, percentile, record, timed_stream
+from bench.common import (
+    ROOT,
+    concurrent_streams,
+    median,
+    percentile,
+    record,
+    stop_process_group,
+    timed_stream,
+)
 
 DEFAULT_MODEL = ROOT / "var" / "models" / "SmolLM2-135M-Instruct"
 PROMPTS = [
@@ -272,13 +278,7 @@ def running_vllm(
             f"{url}/v1", {"Authorization": f"Bearer {key}"}, process.pid, log_path, elapsed
         )
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_process_group(process)
 
 
 # --- the run ----------------------------------------------------------------------------
