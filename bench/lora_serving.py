@@ -52,18 +52,9 @@ from bench.common import (
     stop_process_group,
     timed_stream,
 )
+from bench.serving import PROMPTS  # the serving benchmark's prompts, for comparable figures
 
 DEFAULT_MODEL = ROOT / "var" / "models" / "SmolLM2-135M-Instruct"
-PROMPTS = [
-    "Explain what a hash map is in two sentences.",
-    "Give me three tips for writing clear emails.",
-    "What causes the seasons on Earth?",
-    "Describe a cat to someone who has never seen one.",
-    "Why is the sky blue? Answer briefly.",
-    "List four fruits that are red.",
-    "What is the difference between a list and a tuple in Python?",
-    "Write a haiku about the sea.",
-]
 BASE = "base"
 REFERENCE = "1"  # the configuration every ratio is taken against: everyone on one adapter
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -11,6 +12,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -113,3 +115,13 @@ def start_worker(queue: str, name: str, env: dict[str, str]) -> subprocess.Popen
         env=env,
         start_new_session=True,
     )
+
+
+def send_json(handler: Any, payload: object, status: int = 200) -> None:
+    """Answer a request of a fake HTTP server (``BaseHTTPRequestHandler``) with JSON."""
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)

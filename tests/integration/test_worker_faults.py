@@ -20,7 +20,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from tests.factories import AnswerFactory
-from tests.helpers import ROOT, start_worker
+from tests.helpers import ROOT, send_json, start_worker
 from webapp.celery import app
 from webapp.chat import services
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
@@ -49,12 +49,7 @@ class FakeServing(BaseHTTPRequestHandler):
             payload = {"choices": [{"index": i, "message": {"content": text}} for i in range(n)]}
         else:
             payload = {"ok": True}
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, payload)
 
     def log_message(self, *args: object) -> None:
         return

@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tests.helpers import send_json
 from trainer.judge_client import JudgeEndpoint, complete_n
 from webapp.infra.serving import VllmOptions, vllm_server_command
 
@@ -35,12 +36,7 @@ def recording_server() -> Iterator[tuple[str, list[dict]]]:
                     {"index": i, "message": {"content": "+1"}} for i in range(body.get("n", 1))
                 ]
             }
-            data = json.dumps(reply).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, reply)
 
         def log_message(self, *args: object) -> None:
             pass
