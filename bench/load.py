@@ -334,6 +334,13 @@ def main() -> None:
     parser.add_argument(
         "--flood-user-streams", type=int, default=2, help="PARLEY_USER_MAX_STREAMS for the run"
     )
+    parser.add_argument(
+        "--judge",
+        choices=("cues", "llm"),
+        default="cues",
+        help="--flood: PARLEY_JUDGE for the run: cues (the default: no model time) or llm "
+        "(every judged turn costs up to 2·m generations on the vLLM that serves chat)",
+    )
     args = parser.parse_args()
     if args.flood:
         args.users, args.rounds = args.users or 3, args.rounds or 10
@@ -383,12 +390,17 @@ def system_activity(log: list[str]) -> dict[str, Any]:
 def flood(args: argparse.Namespace) -> None:
     from bench.load_flood import FLOOD_ENV, print_summary, run_flood
 
-    env = {**FLOOD_ENV, "PARLEY_USER_MAX_STREAMS": str(args.flood_user_streams)}
+    env = {
+        **FLOOD_ENV,
+        "PARLEY_USER_MAX_STREAMS": str(args.flood_user_streams),
+        "PARLEY_JUDGE": args.judge,
+    }
     with running_system(extra_env=env) as system:
         figures = run_flood(
             web_url=system.web_url,
             var_dir=system.var_dir,
             manage=system.manage,
+            log=system.log,
             users=args.users,
             rounds=args.rounds,
             max_tokens=args.max_tokens,
@@ -398,6 +410,7 @@ def flood(args: argparse.Namespace) -> None:
         )
         figures.update(system_activity(system.log))
     figures["user_max_streams"] = args.flood_user_streams
+    figures["judge"] = args.judge
     figures["judge_yield_s"] = float(os.environ.get("PARLEY_JUDGE_YIELD_S") or 10.0)
     print_summary(figures)
     record("load-flood", {k: v for k, v in figures.items() if k != "failure_reasons"})

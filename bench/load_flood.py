@@ -2,19 +2,23 @@
 
 The others (each their own user and key) ask short streamed questions one after another,
 first alone, then while one user floods ``/v1`` from many connections at once, continuing each
-session so every answer gets a next state, and 👎 with a comment on every answer, so the LLM
-judge (``PARLEY_JUDGE=llm``) has work for every one of them on the same vLLM. The per-user
-limits are on (``PARLEY_USER_MAX_STREAMS`` etc.): a flooder's requests past them get 429s, as
-they would in production. Reported: the others' TTFT and whole-answer p50/p99 in both phases
-and their ratio (target ≤ 1.5×), the flooder's answers and refusals, judgements made.
+session so every answer gets a next state, and 👎 with a comment on every answer, so the judge
+has work for every one of them (with ``--judge llm`` that work is generations on the same vLLM
+as chat). The per-user limits are on (``PARLEY_USER_MAX_STREAMS`` etc.): a flooder's requests
+past them get 429s, as they would in production. Before each "alone" phase after a flood the
+run waits until the judge tasks the flood caused have finished, so none of its cost lands on
+the baseline. Reported: the others' TTFT and whole-answer p50/p99 in both phases and their
+ratio (target ≤ 1.5×), the flooder's answers and refusals, judgements made.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +27,11 @@ import httpx
 from bench.common import percentile, timed_stream
 
 PROMPTS = ["Name a colour.", "Say hello in French.", "What is 3 plus 4?", "Name a fruit."]
-# What a running system needs for this benchmark: the limits a production system has, and the
-# LLM judge, whose generations share vLLM with chat.
+# What a running system needs for this benchmark: the per-user limits a production system has
+# (the benchmarks' common start-up turns them off).
 FLOOD_ENV = {
     "PARLEY_USER_MAX_STREAMS": "2",
     "PARLEY_USER_RATE_LIMIT_PER_MINUTE": "600",
-    "PARLEY_JUDGE": "llm",
 }
 
 
@@ -115,11 +118,39 @@ async def flooder(
     await asyncio.gather(*(one(c) for c in range(connections)))
 
 
+_JUDGE_TASK = re.compile(r"judge_message\[([0-9a-f-]+)\] (received|succeeded|raised|retry|failed)")
+
+
+def judge_tasks_pending(log: Sequence[str]) -> int:
+    """Judge tasks a worker has received and not finished, read from the system's log."""
+    received: set[str] = set()
+    finished: set[str] = set()
+    for line in list(log):
+        if match := _JUDGE_TASK.search(line):
+            (received if match.group(2) == "received" else finished).add(match.group(1))
+    return len(received - finished)
+
+
+async def judging_drained(log: Sequence[str], *, timeout: float = 300.0) -> float:
+    """Wait until no judge task is pending and none has arrived for 3 s; the seconds waited.
+    Before an "alone" phase, so judging that a flood caused is not charged to the baseline."""
+    started = time.perf_counter()
+    quiet_since = time.perf_counter()
+    while time.perf_counter() - started < timeout:
+        if judge_tasks_pending(log):
+            quiet_since = time.perf_counter()
+        elif time.perf_counter() - quiet_since >= 3.0:
+            break
+        await asyncio.sleep(0.5)
+    return time.perf_counter() - started
+
+
 def run_flood(
     *,
     web_url: str,
     var_dir: Path,
     manage: Any,
+    log: Sequence[str],
     users: int,
     rounds: int,
     max_tokens: int,
@@ -145,9 +176,13 @@ def run_flood(
             )
         )
 
+    drain_waits: list[float] = []
+
     async def both() -> float:
         wall = 0.0
-        for _ in range(cycles):
+        for cycle in range(cycles):
+            if cycle:
+                drain_waits.append(round(await judging_drained(log), 1))
             await phase("alone")
             stop = asyncio.Event()
             flood = asyncio.ensure_future(
@@ -173,6 +208,7 @@ def run_flood(
         "flood_wall_s": round(flood_wall, 1),
         "flooder": tally,
         "judgements": judged,
+        "judge_drain_waits_s": drain_waits,
     }
     for name, values in phases.items():
         figures[f"{name}_failures"] = len(values["failures"])
