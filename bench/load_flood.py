@@ -118,17 +118,22 @@ async def flooder(
     await asyncio.gather(*(one(c) for c in range(connections)))
 
 
-_JUDGE_TASK = re.compile(r"judge_message\[([0-9a-f-]+)\] (received|succeeded|raised|retry|failed)")
+_JUDGE_TASK = re.compile(
+    r"judge_message\[([0-9a-f-]+)\] (received|succeeded|raised|retry|ignored|INTERNAL ERROR)"
+)
 
 
 def judge_tasks_pending(log: Sequence[str]) -> int:
-    """Judge tasks a worker has received and not finished, read from the system's log."""
-    received: set[str] = set()
-    finished: set[str] = set()
+    """Judge tasks a worker has received and not finished, read from the system's log in
+    order (a retried task is received again under the same id)."""
+    pending: set[str] = set()
     for line in list(log):
         if match := _JUDGE_TASK.search(line):
-            (received if match.group(2) == "received" else finished).add(match.group(1))
-    return len(received - finished)
+            if match.group(2) == "received":
+                pending.add(match.group(1))
+            else:
+                pending.discard(match.group(1))
+    return len(pending)
 
 
 async def judging_drained(log: Sequence[str], *, timeout: float = 300.0) -> float:

@@ -31,6 +31,8 @@ def test_pending_counts_received_tasks_not_finished() -> None:
     assert judge_tasks_pending(log) == 1  # d is still running
     assert judge_tasks_pending([]) == 0
     assert judge_tasks_pending([*log, SUCCEEDED.format(id=d)]) == 0
+    # a retried task is received again under its id: pending until it finishes
+    assert judge_tasks_pending([*log, RECEIVED.format(id=c)]) == 2
 
 
 def test_drained_waits_for_the_last_task_then_a_quiet_moment() -> None:
