@@ -58,6 +58,8 @@ GATE_MAX_PPL_RATIO = 1.15
 GATE_MAX_FEEDBACK_DROP = 0.05  # the webapp's defaults (PARLEY_GATE_*), kept equal by hand
 GATE_MAX_DEGENERATE_EXTRA = 1
 BATCH_SIZE = 8
+ANSWER_TOKENS = 48
+"""Most tokens of a simulated answer and of a scored held-out answer, unless set."""
 PROBE_TOKENS = 24  # the webapp's probe answers (train_and_probe's max_new_tokens)
 CHAT_TEMPERATURE = 0.7
 NEGATIVE_NEXT = "No, that's not what I asked for. {comment}"
@@ -104,8 +106,8 @@ class ReplayOptions:
     batch_size: int = BATCH_SIZE
     seed: int = 0
     temperature: float = CHAT_TEMPERATURE
-    gen_tokens: int = 48
-    eval_tokens: int = 48
+    gen_tokens: int = ANSWER_TOKENS
+    eval_tokens: int = ANSWER_TOKENS
     eval_splits: tuple[str, ...] = ("held_out", "held_out_other")
     eval_limit: int = 0  # 0: every prompt of each split
     overrides: dict[str, Any] = field(default_factory=dict)  # UpdateConfig fields to change
@@ -549,6 +551,9 @@ def write_figures(figures: dict[str, Any], out_dir: Path, *, record_line: bool =
         stem += f"-degenerate{extra}"
     if figures.get("probe_tokens", PROBE_TOKENS) != PROBE_TOKENS:
         stem += f"-probe{figures['probe_tokens']}"
+    for length, tag in (("gen_tokens", "gen"), ("eval_tokens", "eval")):
+        if figures.get(length, ANSWER_TOKENS) != ANSWER_TOKENS:
+            stem += f"-{tag}{figures[length]}"
     if figures.get("device", "cpu") != "cpu":
         stem += f"-{figures['device']}"
     path = out_dir / f"{stem}.json"
@@ -634,8 +639,10 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--versions", type=int, default=8, help="updates per run")
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="answers per update")
     parser.add_argument("--temperature", type=float, default=CHAT_TEMPERATURE)
-    parser.add_argument("--gen-tokens", type=int, default=48, help="most tokens per answer")
-    parser.add_argument("--eval-tokens", type=int, default=48)
+    parser.add_argument(
+        "--gen-tokens", type=int, default=ANSWER_TOKENS, help="most tokens per answer"
+    )
+    parser.add_argument("--eval-tokens", type=int, default=ANSWER_TOKENS)
     parser.add_argument("--eval-splits", default="held_out,held_out_other")
     parser.add_argument("--eval-limit", type=int, default=0, help="prompts per split (0: all)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])

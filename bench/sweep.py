@@ -35,6 +35,7 @@ from typing import Any
 from bench.common import record
 from bench.preferences import Preference, load_preferences, load_prompts
 from bench.replay import (
+    ANSWER_TOKENS,
     BATCH_SIZE,
     FEEDBACK_KINDS,
     GATE_MAX_DEGENERATE_EXTRA,
@@ -88,6 +89,9 @@ def run_label(figures: dict[str, Any]) -> str:
         settings["max_degenerate_extra"] = gate["max_degenerate_extra"]
     if figures.get("probe_tokens", PROBE_TOKENS) != PROBE_TOKENS:
         settings["probe_tokens"] = figures["probe_tokens"]
+    for length in ("gen_tokens", "eval_tokens"):  # answers of another length
+        if figures.get(length, ANSWER_TOKENS) != ANSWER_TOKENS:
+            settings[length] = figures[length]
     return settings_label(settings)
 
 

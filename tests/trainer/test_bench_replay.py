@@ -236,3 +236,27 @@ def test_bleed_is_the_other_users_preference_against_the_base() -> None:
         "B": {"x": {"s": 0.0}, "y": {"s": 1.0}},
     }
     assert bench.personal.bleed(scores, "x", "y") == {"A on y (s)": 0.05, "B on x (s)": -0.1}
+
+
+def test_answers_of_another_length_are_named_in_the_file_and_the_table(tmp_path: Path) -> None:
+    """A run at longer answers (e.g. "ends with a question", which needs answers that end) is
+    not mistaken for one at the defaults."""
+    figures = {
+        "preference": "ends-with-question",
+        "second_preference": None,
+        "feedback": "corrections",
+        "algorithm": "combined",
+        "seed": 0,
+        "batch_size": bench.replay.BATCH_SIZE,
+        "overrides": {},
+        "gen_tokens": 128,
+        "eval_tokens": 128,
+    }
+    path = bench.replay.write_figures(figures, tmp_path, record_line=False)
+    assert path.name == "replay-ends-with-question-corrections-combined-s0-gen128-eval128.json"
+    assert bench.sweep.run_label(figures) == "gen_tokens=128, eval_tokens=128"
+    default = {**figures, "gen_tokens": 48, "eval_tokens": 48}
+    assert bench.sweep.run_label(default) == "defaults"
+    assert bench.replay.write_figures(default, tmp_path, record_line=False).name == (
+        "replay-ends-with-question-corrections-combined-s0.json"
+    )
