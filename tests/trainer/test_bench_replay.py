@@ -109,7 +109,7 @@ def test_a_parallel_sweep_runs_each_cell_in_its_own_process(
     argv += ["--grid", "max_degenerate_extra=0,3", "--report-at", "1"]
     assert bench.sweep.main(argv) == 0
     runs = sorted(tmp_path.glob("replay-*.json"))
-    assert [p.name.endswith("-degenerate3.json") for p in runs].count(True) == 1 == len(runs) - 1
+    assert ["-degenerate3-" in p.name for p in runs].count(True) == 1 == len(runs) - 1
     assert [json.loads(p.read_text())["gate"]["max_degenerate_extra"] for p in runs] in (
         [0, 3],
         [3, 0],
