@@ -534,6 +534,27 @@ def summarise(versions: list[dict[str, Any]], preference: str) -> dict[str, Any]
     return result
 
 
+_STEM_TAGS = {"max_degenerate_extra": "degenerate", "probe_tokens": "probe"}
+_STEM_TAGS |= {"gen_tokens": "gen", "eval_tokens": "eval"}
+
+
+def replay_settings(figures: dict[str, Any]) -> dict[str, Any]:
+    """The replay's own settings (not UpdateConfig fields) a run changed from the defaults, in
+    a fixed order: they name its file (``write_figures``) and its table row (``bench.sweep``)."""
+    defaults = {
+        "batch_size": BATCH_SIZE,
+        "max_degenerate_extra": GATE_MAX_DEGENERATE_EXTRA,
+        "probe_tokens": PROBE_TOKENS,
+        "gen_tokens": ANSWER_TOKENS,
+        "eval_tokens": ANSWER_TOKENS,
+    }
+    used = {key: figures.get(key, default) for key, default in defaults.items()}
+    used["max_degenerate_extra"] = (figures.get("gate") or {}).get(
+        "max_degenerate_extra", GATE_MAX_DEGENERATE_EXTRA
+    )
+    return {key: value for key, value in used.items() if value != defaults[key]}
+
+
 def write_figures(figures: dict[str, Any], out_dir: Path, *, record_line: bool = True) -> Path:
     """The JSON file and the bench/results.jsonl line: always before any plot."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -542,18 +563,12 @@ def write_figures(figures: dict[str, Any], out_dir: Path, *, record_line: bool =
         f"replay-{figures['preference']}{second}-{figures['feedback']}-{figures['algorithm']}"
         f"-s{figures['seed']}"
     )
-    if figures["batch_size"] != BATCH_SIZE:
-        stem += f"-batch{figures['batch_size']}"
+    changed = replay_settings(figures)
+    if "batch_size" in changed:
+        stem += f"-batch{changed.pop('batch_size')}"
     if figures["overrides"]:
         stem += "-" + "-".join(f"{k}{v}" for k, v in sorted(figures["overrides"].items()))
-    extra = (figures.get("gate") or {}).get("max_degenerate_extra", GATE_MAX_DEGENERATE_EXTRA)
-    if extra != GATE_MAX_DEGENERATE_EXTRA:
-        stem += f"-degenerate{extra}"
-    if figures.get("probe_tokens", PROBE_TOKENS) != PROBE_TOKENS:
-        stem += f"-probe{figures['probe_tokens']}"
-    for length, tag in (("gen_tokens", "gen"), ("eval_tokens", "eval")):
-        if figures.get(length, ANSWER_TOKENS) != ANSWER_TOKENS:
-            stem += f"-{tag}{figures[length]}"
+    stem += "".join(f"-{_STEM_TAGS[key]}{value}" for key, value in changed.items())
     if figures.get("device", "cpu") != "cpu":
         stem += f"-{figures['device']}"
     path = out_dir / f"{stem}.json"

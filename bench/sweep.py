@@ -35,17 +35,14 @@ from typing import Any
 from bench.common import record
 from bench.preferences import Preference, load_preferences, load_prompts
 from bench.replay import (
-    ANSWER_TOKENS,
-    BATCH_SIZE,
     FEEDBACK_KINDS,
-    GATE_MAX_DEGENERATE_EXTRA,
     MODE,
-    PROBE_TOKENS,
     ReplayOptions,
     add_common_arguments,
     base_options,
     parse_overrides,
     plot_if_possible,
+    replay_settings,
     run_replay,
     spread,
     summarise,
@@ -80,19 +77,8 @@ def settings_label(settings: dict[str, Any]) -> str:
 
 
 def run_label(figures: dict[str, Any]) -> str:
-    """The settings a run changed from the defaults (its overrides and batch size)."""
-    settings = dict(figures.get("overrides") or {})
-    if figures.get("batch_size") != BATCH_SIZE:
-        settings["batch_size"] = figures.get("batch_size")
-    gate = figures.get("gate") or {}
-    if gate.get("max_degenerate_extra", GATE_MAX_DEGENERATE_EXTRA) != GATE_MAX_DEGENERATE_EXTRA:
-        settings["max_degenerate_extra"] = gate["max_degenerate_extra"]
-    if figures.get("probe_tokens", PROBE_TOKENS) != PROBE_TOKENS:
-        settings["probe_tokens"] = figures["probe_tokens"]
-    for length in ("gen_tokens", "eval_tokens"):  # answers of another length
-        if figures.get(length, ANSWER_TOKENS) != ANSWER_TOKENS:
-            settings[length] = figures[length]
-    return settings_label(settings)
+    """The settings a run changed from the defaults (its overrides, then the replay's own)."""
+    return settings_label({**(figures.get("overrides") or {}), **replay_settings(figures)})
 
 
 def collect(paths: Sequence[Path], splits: Sequence[str], report_at: Sequence[int]) -> list[dict]:
