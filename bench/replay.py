@@ -269,15 +269,20 @@ def score_splits(
     *,
     max_new_tokens: int,
 ) -> dict[str, dict[str, float]]:
-    """{preference: {split: share of greedy answers that meet it}} (one generation per split)."""
+    """{preference: {split: share of greedy answers that meet it}}: every split's prompts are
+    answered in one greedy batch (one decoding loop per evaluation), then scored per split."""
     scores: dict[str, dict[str, float]] = {p.name: {} for p in preferences}
+    everything = [prompt for prompts in splits.values() for prompt in prompts]
+    answers = generate(
+        model, tokenizer, everything, max_new_tokens=max_new_tokens, temperature=0.0, seed=0
+    )
+    start = 0
     for split, prompts in splits.items():
-        answers = generate(
-            model, tokenizer, prompts, max_new_tokens=max_new_tokens, temperature=0.0, seed=0
-        )
+        texts = [a.text for a in answers[start : start + len(prompts)]]
+        start += len(prompts)
         for preference in preferences:
-            met = sum(preference.satisfied(a.text) for a in answers)
-            scores[preference.name][split] = met / len(answers) if answers else float("nan")
+            met = sum(preference.satisfied(text) for text in texts)
+            scores[preference.name][split] = met / len(texts) if texts else float("nan")
     return scores
 
 
@@ -456,7 +461,10 @@ def run_replay(
             if partial is not None:
                 so_far = figures_of(options, config, splits, turns, met, judge, versions, started)
                 partial.parent.mkdir(parents=True, exist_ok=True)
-                partial.write_text(json.dumps({**so_far, "partial": True}) + "\n")
+                # whole or not at all: a deadline may stop the process at any moment
+                scratch = partial.with_suffix(".json.tmp")
+                scratch.write_text(json.dumps({**so_far, "partial": True}) + "\n")
+                scratch.replace(partial)
     finally:
         bar.close()
         del model
@@ -535,6 +543,7 @@ def summarise(versions: list[dict[str, Any]], preference: str) -> dict[str, Any]
 
 
 _STEM_TAGS = {"max_degenerate_extra": "degenerate", "probe_tokens": "probe"}
+_STEM_TAGS |= {"gate_max_ppl_ratio": "gateppl"}
 _STEM_TAGS |= {"gen_tokens": "gen", "eval_tokens": "eval"}
 
 
@@ -544,14 +553,15 @@ def replay_settings(figures: dict[str, Any]) -> dict[str, Any]:
     defaults = {
         "batch_size": BATCH_SIZE,
         "max_degenerate_extra": GATE_MAX_DEGENERATE_EXTRA,
+        "gate_max_ppl_ratio": GATE_MAX_PPL_RATIO,
         "probe_tokens": PROBE_TOKENS,
         "gen_tokens": ANSWER_TOKENS,
         "eval_tokens": ANSWER_TOKENS,
     }
     used = {key: figures.get(key, default) for key, default in defaults.items()}
-    used["max_degenerate_extra"] = (figures.get("gate") or {}).get(
-        "max_degenerate_extra", GATE_MAX_DEGENERATE_EXTRA
-    )
+    gate = figures.get("gate") or {}
+    used["max_degenerate_extra"] = gate.get("max_degenerate_extra", GATE_MAX_DEGENERATE_EXTRA)
+    used["gate_max_ppl_ratio"] = gate.get("max_ppl_ratio", GATE_MAX_PPL_RATIO)
     return {key: value for key, value in used.items() if value != defaults[key]}
 
 

@@ -50,8 +50,9 @@ from bench.replay import (
     write_figures,
 )
 
-REPLAY_SETTINGS = ("batch_size", "max_degenerate_extra", "probe_tokens")
+REPLAY_SETTINGS = ("batch_size", "max_degenerate_extra", "probe_tokens", "gate_max_ppl_ratio")
 """Grid keys that are the replay's own (ReplayOptions), not UpdateConfig fields."""
+_FLOAT_SETTINGS = ("gate_max_ppl_ratio",)
 
 
 def parse_grid(items: Sequence[str]) -> list[dict[str, Any]]:
@@ -62,7 +63,9 @@ def parse_grid(items: Sequence[str]) -> list[dict[str, Any]]:
         if not values:
             raise ValueError(f"{item!r}: use FIELD=V1,V2,...")
         parsed = [
-            int(v) if key in REPLAY_SETTINGS else parse_overrides([f"{key}={v}"])[key]
+            (float(v) if key in _FLOAT_SETTINGS else int(v))
+            if key in REPLAY_SETTINGS
+            else parse_overrides([f"{key}={v}"])[key]
             for v in values.split(",")
         ]
         axes.append((key, parsed))
@@ -81,14 +84,25 @@ def run_label(figures: dict[str, Any]) -> str:
     return settings_label({**(figures.get("overrides") or {}), **replay_settings(figures)})
 
 
-def collect(paths: Sequence[Path], splits: Sequence[str], report_at: Sequence[int]) -> list[dict]:
-    """Table rows from replay runs already written (``bench/results/replay-*.json``)."""
-    cells: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+def load_runs(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """The single-preference replay runs among ``paths`` (finished or stopped early), each
+    labelled with the settings it changed."""
+    runs = []
     for path in paths:
         figures = json.loads(path.read_text())
         if figures.get("mode") != MODE or figures.get("second_preference"):
             continue
         figures.setdefault("settings_label", run_label(figures))
+        runs.append(figures)
+    return runs
+
+
+def collect(
+    runs: Sequence[dict[str, Any]], splits: Sequence[str], report_at: Sequence[int]
+) -> list[dict]:
+    """Table rows from replay runs already written (``load_runs``), one per cell."""
+    cells: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for figures in runs:
         key = (
             figures["settings_label"],
             figures["algorithm"],
@@ -97,8 +111,8 @@ def collect(paths: Sequence[Path], splits: Sequence[str], report_at: Sequence[in
         )
         cells.setdefault(key, []).append(figures)
     return [
-        cell_row(sorted(runs, key=lambda r: r["seed"]), splits, report_at)
-        for _, runs in sorted(cells.items())
+        cell_row(sorted(group, key=lambda r: r["seed"]), splits, report_at)
+        for _, group in sorted(cells.items())
     ]
 
 
@@ -157,34 +171,44 @@ def markdown(rows: list[dict[str, Any]], columns: list[str]) -> str:
                 )
             elif column == "s/version":
                 cells.append(f"{statistics.fmean(values):.0f}" if values else "—")
-            else:
-                cells.append(spread(values))
+            else:  # a score: say so when only some seeds' runs got that far
+                short = 0 < len(values) < len(row["seeds"])
+                cells.append(spread(values) + (f" ({len(values)}/{len(row['seeds'])})" * short))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def plot_rows(runs: list[dict[str, Any]], split: str, path: Path) -> None:
+    """The mean curve over seeds of each cell; one panel per feedback kind when there are
+    several (an ablation: the algorithms side by side under each kind of feedback)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axis = plt.subplots(figsize=(7, 4.5))
-    cells: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    for run in runs:
-        key = (run["settings_label"], run["algorithm"], run["feedback"], run["preference"])
-        cells.setdefault(key, []).append(run)
-    for key, group in cells.items():
-        length = min(len(r["versions"]) for r in group)
-        means = [
-            statistics.fmean(r["versions"][i]["scores"][key[3]][split] for r in group)
-            for i in range(length)
-        ]
-        axis.plot(range(length), means, marker=".", label=" · ".join(key))
-    axis.set(xlabel="version", ylabel=f"{split} score (mean over seeds)", ylim=(-0.05, 1.05))
-    axis.set_title(f"[{MODE}] sweep")
-    axis.grid(alpha=0.3)
-    axis.legend(fontsize=6)
+    kinds = sorted({run["feedback"] for run in runs})
+    fig, axes = plt.subplots(
+        1, len(kinds), figsize=(3.6 * len(kinds) + 1.5, 4), sharey=True, squeeze=False
+    )
+    for axis, kind in zip(axes[0], kinds, strict=True):
+        cells: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        for run in runs:
+            if run["feedback"] == kind:
+                key = (run["settings_label"], run["algorithm"], run["preference"])
+                cells.setdefault(key, []).append(run)
+        for key, group in sorted(cells.items()):
+            length = min(len(r["versions"]) for r in group)
+            means = [
+                statistics.fmean(r["versions"][i]["scores"][key[2]][split] for r in group)
+                for i in range(length)
+            ]
+            label = " · ".join(k for k in key if k != "defaults") + f" ({len(group)} seeds)"
+            axis.plot(range(length), means, marker=".", label=label)
+        axis.set(xlabel="version", title=kind, ylim=(-0.05, 1.05))
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=6)
+    axes[0][0].set_ylabel(f"{split} score (mean over seeds)")
+    fig.suptitle(f"[{MODE}] {split}")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -226,8 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m bench.sweep " + shlex.join(sys.argv[1:] if argv is None else argv)
     if args.collect:
         splits = [s for s in args.eval_splits.split(",") if s]
-        rows = collect(args.collect, splits, args.report_at)
-        return write_table(args, rows, [], splits, command)
+        runs = load_runs(args.collect)
+        return write_table(args, collect(runs, splits, args.report_at), runs, splits, command)
     with torch_threads(args.threads):
         return _sweep(args, preferences, grid, command)
 

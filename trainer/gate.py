@@ -158,27 +158,42 @@ def _feedback_figures(
 def _greedy_answers(
     model: torch.nn.Module, tokenizer: Any, prompts: Sequence[str], max_new_tokens: int
 ) -> list[tuple[Tensor, int, list[str]]]:
-    """(prompt + answer ids (1, T), prompt length, degenerate kinds) per probe prompt."""
+    """(prompt + answer ids (1, T), prompt length, degenerate kinds) per probe prompt.
+
+    All prompts are answered in one left-padded batch (one decoding loop instead of one per
+    prompt); each answer is then cut after its stop token and returned unpadded, as a
+    prompt-by-prompt loop would give it."""
+    if not prompts:
+        return []
     dev = next(model.parameters()).device
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    eos_id = tokenizer.eos_token_id
+    prompt_ids = [chat_prompt_ids(tokenizer, [{"role": "user", "content": p}]) for p in prompts]
+    width = max(len(ids) for ids in prompt_ids)
+    input_B_P = torch.tensor([[pad_id] * (width - len(ids)) + ids for ids in prompt_ids])
+    mask_B_P = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompt_ids])
+    sequence_B_T = model.generate(
+        input_ids=input_B_P.to(dev),
+        attention_mask=mask_B_P.to(dev),
+        max_new_tokens=max_new_tokens,
+        do_sample=False,
+        temperature=None,
+        top_p=None,
+        top_k=None,
+        pad_token_id=pad_id,
+        eos_token_id=eos_id,
+        use_cache=True,  # the trainer turns the cache off for training, not for generating
+    )
     answers = []
-    for prompt in prompts:
-        ids = chat_prompt_ids(tokenizer, [{"role": "user", "content": prompt}])
-        prompt_1_P = torch.tensor([ids], device=dev)
-        sequence_1_T = model.generate(
-            input_ids=prompt_1_P,
-            attention_mask=torch.ones_like(prompt_1_P),
-            max_new_tokens=max_new_tokens,
-            do_sample=False,
-            pad_token_id=pad_id,
-            use_cache=True,  # the trainer turns the cache off for training, not for generating
-        )
-        answer_ids = sequence_1_T[0, len(ids) :].tolist()
-        ended = tokenizer.eos_token_id is not None and tokenizer.eos_token_id in answer_ids
+    for row, ids in enumerate(prompt_ids):
+        generated = sequence_B_T[row, width:].tolist()
+        ended = eos_id is not None and eos_id in generated
         if ended:
-            answer_ids = answer_ids[: answer_ids.index(tokenizer.eos_token_id)]
+            generated = generated[: generated.index(eos_id) + 1]  # keep the stop token
+        answer_ids = generated[:-1] if ended else generated
         text = tokenizer.decode(answer_ids, skip_special_tokens=True)
         kinds = degenerate_kinds(text, answer_ids, ended=ended, max_new_tokens=max_new_tokens)
+        sequence_1_T = torch.tensor([ids + generated], device=dev)
         answers.append((sequence_1_T, len(ids), kinds))
     return answers
 

@@ -39,7 +39,7 @@ from typing import Any
 from trainer.judge_cues import cue_hint, cue_vote, score_from_cues, split_next_state, text_cues
 
 PROMPT_VERSION = "prm-v2"  # the LLM judge's prompts
-CUES_VERSION = "cues-v1"  # the cue judge's rules
+CUES_VERSION = "cues-v2"  # the cue judge's rules (v2: hints without the complaint around them)
 JUDGE_KINDS = ("cues", "llm")
 MIN_HINT_CHARS = 10
 TRIVIAL_HINTS = {

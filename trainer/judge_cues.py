@@ -134,19 +134,33 @@ def cue_score(next_state: str, *, request: str = "") -> int:
 
 
 def cue_hint(next_state: str) -> str | None:
-    """Hindsight from a next state the cue judge scored -1: the user's own words (when they say
-    more than a verdict), or the tool's error; None when it carries nothing to learn from."""
+    """Hindsight from a next state the cue judge scored -1: the user's own sentences that say
+    more than a verdict (the complaint around them dropped: "No, that's not what I asked for."
+    teaches a teacher to apologise, not what was asked for), or the tool's error; None when it
+    carries nothing to learn from.
+
+    >>> cue_hint("[user] No, that's not what I asked for. Please start with 'Sure!'")
+    "Please start with 'Sure!'"
+    >>> cue_hint("[user] No, that's wrong. Try again.") is None
+    True
+    """
     user, tools = split_next_state(next_state)
     if user:
-        text = " ".join(user).strip()
-        rest = _normalise(text)
-        for pattern in _NEGATIVE:
-            rest = re.sub(pattern, " ", rest)
-        content = [
-            w
-            for w in _WORD.findall(rest)
-            if len(w) > 2 and w not in _STOPWORDS and w not in _VERDICT_WORDS
-        ]
-        return text if content else None
+        sentences = [s for text in user for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+        kept = [s.strip() for s in sentences if _says_more_than_a_verdict(s)]
+        return " ".join(kept) if kept else None
     errors = [t for t in tools if _TOOL_ERROR.search(t)]
     return f"The tool answered: {errors[0]}" if errors else None
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+
+
+def _says_more_than_a_verdict(sentence: str) -> bool:
+    """A word left once the negative cues, the stop words and the verdict words are gone."""
+    rest = _normalise(sentence)
+    for pattern in _NEGATIVE:
+        rest = re.sub(pattern, " ", rest)
+    return any(
+        len(w) > 2 and w not in _STOPWORDS and w not in _VERDICT_WORDS for w in _WORD.findall(rest)
+    )

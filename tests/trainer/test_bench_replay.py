@@ -176,7 +176,9 @@ def test_the_simulated_user_gives_each_kind_of_feedback() -> None:
     told = react(SURE, answer.text, "next_state")
     assert told.rating == 0 and told.next_state.startswith("[user] No,")
     sample, verdict = judged_sample(answer, told, tokenizer)
-    assert verdict.score == -1 and sample.reward == -1.0 and "Sure!" in sample.hint
+    assert verdict.score == -1 and sample.reward == -1.0
+    # the judge takes what the user asks for, not their complaint: the comment's own words
+    assert sample.hint == SURE.comment
     assert sample.teacher_prompt_token_ids != prompt
     thanked = react(SURE, "Sure! Gravity pulls.", "next_state")
     sample, verdict = judged_sample(answer, thanked, tokenizer)
@@ -260,3 +262,44 @@ def test_answers_of_another_length_are_named_in_the_file_and_the_table(tmp_path:
     assert bench.replay.write_figures(default, tmp_path, record_line=False).name == (
         "replay-ends-with-question-corrections-combined-s0.json"
     )
+
+
+def test_a_tighter_perplexity_gate_is_a_grid_setting_named_in_the_file_and_the_table(
+    tmp_path: Path,
+) -> None:
+    assert bench.sweep.parse_grid(["gate_max_ppl_ratio=1.1,1.15"]) == [
+        {"gate_max_ppl_ratio": 1.1},
+        {"gate_max_ppl_ratio": 1.15},
+    ]
+    figures = {
+        "preference": "all-lowercase",
+        "second_preference": None,
+        "feedback": "corrections",
+        "algorithm": "combined",
+        "seed": 2,
+        "batch_size": bench.replay.BATCH_SIZE,
+        "overrides": {},
+        "gate": {"max_kl": 0.5, "max_ppl_ratio": 1.1, "max_degenerate_extra": 1},
+    }
+    path = bench.replay.write_figures(figures, tmp_path, record_line=False)
+    assert path.name == "replay-all-lowercase-corrections-combined-s2-gateppl1.1.json"
+    assert bench.sweep.run_label(figures) == "gate_max_ppl_ratio=1.1"
+    at_default = {**figures, "gate": {**figures["gate"], "max_ppl_ratio": 1.15}}
+    assert bench.sweep.run_label(at_default) == "defaults"
+
+
+def test_a_table_says_when_only_some_seeds_reached_a_version() -> None:
+    """Runs a deadline stopped at different versions: the v8 cell is the mean of those that got
+    there, and says how many of the seeds that is."""
+    row = {
+        "mode": "replay",
+        "settings": "defaults",
+        "algorithm": "opd",
+        "feedback": "corrections",
+        "preference": "starts-with-sure",
+        "seeds": [0, 1, 2],
+        "held_out@4": [1.0, 0.92, 1.0],
+        "held_out@8": [1.0],
+    }
+    table = bench.sweep.markdown([row], ["held_out@4", "held_out@8", "held_out@16"])
+    assert table.splitlines()[-1].endswith("| 0.97 ± 0.04 | 1.00 (1/3) | — |")

@@ -216,3 +216,38 @@ def test_the_step_is_measured_from_the_live_version_not_the_base(
     # The second update continued the first's AdamW moments (its step counter went on).
     assert second["optimizer_state"] == "continued" and second["optimizer_steps"] == 4
     assert (tmp_path / "v2" / OPTIMIZER_STATE_FILE).is_file()
+
+
+def test_the_probe_answers_in_one_batch_are_the_answers_one_by_one(prepared_model: Path) -> None:
+    """The gate answers its probe prompts in one left-padded batch; each answer (cut after its
+    stop token, unpadded) must be what the model answers to that prompt alone, with the same
+    degenerate kinds, or the gate's figures would depend on the batch."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from trainer.gate import _greedy_answers
+
+    tokenizer = AutoTokenizer.from_pretrained(str(prepared_model))
+    model = AutoModelForCausalLM.from_pretrained(str(prepared_model), dtype=torch.float32).eval()
+    batched = _greedy_answers(model, tokenizer, PROBE_PROMPTS, 24)
+    for prompt, (sequence_1_T, prompt_length, kinds) in zip(PROBE_PROMPTS, batched, strict=True):
+        ids = chat_prompt_ids(tokenizer, [{"role": "user", "content": prompt}])
+        with torch.no_grad():
+            alone_1_T = model.generate(
+                input_ids=torch.tensor([ids]),
+                attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                max_new_tokens=24,
+                do_sample=False,
+                temperature=None,
+                top_p=None,
+                top_k=None,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+        assert prompt_length == len(ids)
+        assert sequence_1_T.tolist() == alone_1_T.tolist(), prompt
+        answer_ids = alone_1_T[0, len(ids) :].tolist()
+        ended = tokenizer.eos_token_id in answer_ids
+        if ended:
+            answer_ids = answer_ids[: answer_ids.index(tokenizer.eos_token_id)]
+        text = tokenizer.decode(answer_ids, skip_special_tokens=True)
+        assert kinds == degenerate_kinds(text, answer_ids, ended=ended, max_new_tokens=24)

@@ -38,7 +38,36 @@ def test_the_default_judge_scores_a_correction_and_takes_the_users_words_as_hint
     verdict = _judge("cues", "[user] No, that's wrong. Paris is in France.")
     assert verdict.score == -1
     assert [v["score"] for v in verdict.votes] == [-1] and "\\boxed{-1}" in verdict.votes[0]["text"]
-    assert verdict.hint == "No, that's wrong. Paris is in France."
+    assert verdict.hint == "Paris is in France."
+
+
+@pytest.mark.parametrize(
+    ("next_state", "hint"),
+    [
+        # the complaint around the request is dropped: a teacher told "No, that's not what I
+        # asked for." apologises instead of doing what was asked
+        (
+            "[user] No, that's not what I asked for. Please always start your answer with 'Sure!'",
+            "Please always start your answer with 'Sure!'",
+        ),
+        ("[user] I said three synonyms. Try again.", "I said three synonyms."),
+        (
+            "[user] Way too long. One sentence means one sentence.",
+            "One sentence means one sentence.",
+        ),
+        # a sentence that mixes the complaint with what is wanted is kept whole
+        (
+            "[user] I asked for lowercase. Please write it in lowercase.",
+            "I asked for lowercase. Please write it in lowercase.",
+        ),
+        ("[user] Thanks, but I asked in Fahrenheit.", "Thanks, but I asked in Fahrenheit."),
+        ("[user] No. Wrong. Try again!", None),
+    ],
+)
+def test_the_cue_hint_keeps_what_the_user_asks_for_not_the_complaint(
+    next_state: str, hint: str | None
+) -> None:
+    assert cue_hint(next_state) == hint
 
 
 def test_praise_is_plus_one_and_asks_for_no_hint() -> None:

@@ -299,9 +299,9 @@ def test_the_default_judge_reads_a_correction_in_the_next_message(judge, user, s
     judge_message(answer.pk, judge=judge)
     judgement = Judgement.objects.get(message=answer)
     assert (judgement.source, judgement.score, judgement.judge_model) == ("prm", -1, "cues")
-    assert judgement.prompt_version == "cues-v1"
+    assert judgement.prompt_version == "cues-v2"
     assert [v["score"] for v in judgement.votes] == [-1]
-    assert judgement.hint == "No, that's wrong. Paris is in France."
+    assert judgement.hint == "Paris is in France."  # the user's words, without the complaint
     sample = Sample.objects.get(message=answer)
     assert (sample.kind, sample.reward) == ("combined", -1.0)
 

@@ -1,0 +1,35 @@
+"""bench.teacher: the hinted teacher's answers against the plain ones, recorded then printed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import bench.teacher
+from trainer.batch import HINT_PREFIX
+
+
+def test_the_teacher_sees_the_comment_as_the_trainer_puts_it() -> None:
+    assert bench.teacher.hinted("Hi?", " Be brief. ") == f"Hi?{HINT_PREFIX}Be brief."
+
+
+def test_compliance_is_recorded_per_preference_and_split(
+    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[tuple[str, dict]] = []
+    monkeypatch.setattr(bench.teacher, "record", lambda name, figures: seen.append((name, figures)))
+    argv = ["--model-dir", str(tiny_model_dir), "--names", "starts-with-sure", "no-emoji"]
+    assert bench.teacher.main([*argv, "--splits", "held_out", "--tokens", "4"]) == 0
+    [(name, figures)] = seen
+    assert name == "teacher" and figures["tokens"] == 4
+    assert set(figures["results"]) == {"starts-with-sure", "no-emoji"}
+    held_out = figures["results"]["no-emoji"]["held_out"]
+    assert held_out["prompts"] == 12 and 0 <= held_out["hinted"] <= 1 and held_out["plain"] == 1.0
+    assert "| starts-with-sure | 0.00 → " in capsys.readouterr().out
+
+
+def test_an_unknown_preference_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        bench.teacher.main(["--names", "shouting"])
+    assert "no preference ['shouting']" in capsys.readouterr().err
