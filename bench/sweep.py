@@ -172,8 +172,10 @@ def markdown(rows: list[dict[str, Any]], columns: list[str]) -> str:
             elif column == "s/version":
                 cells.append(f"{statistics.fmean(values):.0f}" if values else "—")
             else:  # a score: say so when only some seeds' runs got that far
-                short = 0 < len(values) < len(row["seeds"])
-                cells.append(spread(values) + (f" ({len(values)}/{len(row['seeds'])})" * short))
+                cell = spread(values)
+                if 0 < len(values) < len(row["seeds"]):
+                    cell += f" ({len(values)}/{len(row['seeds'])})"
+                cells.append(cell)
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, record
-from bench.preferences import load_preferences, load_prompts
+from bench.preferences import Preference, load_preferences, load_prompts
 from bench.replay import (
     ANSWER_TOKENS,
     default_model_dir,
@@ -43,11 +43,13 @@ def compliance(
     model: Any,
     tokenizer: Any,
     prompts: list[str],
-    preference: Any,
+    preference: Preference,
     *,
     max_new_tokens: int,
 ) -> dict[str, Any]:
     """{"plain": share met, "hinted": share met, "examples": a few hinted answers}."""
+    if not prompts:
+        raise ValueError("no prompts to answer")
     plain = generate(
         model, tokenizer, prompts, max_new_tokens=max_new_tokens, temperature=0.0, seed=0
     )

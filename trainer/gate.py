@@ -40,6 +40,7 @@ from torch import Tensor
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from trainer.batch import Sample, chat_prompt_ids, collate
+from trainer.generation import eos_token_ids, greedy_batch
 from trainer.policy import adapter_disabled, lora_weights, pick_device, token_logprobs
 
 DEGENERATE_KINDS = ("empty", "repeating", "cut_off", "language_switch")
@@ -154,47 +155,24 @@ def _feedback_figures(
     }
 
 
-@torch.no_grad()
 def _greedy_answers(
     model: torch.nn.Module, tokenizer: Any, prompts: Sequence[str], max_new_tokens: int
 ) -> list[tuple[Tensor, int, list[str]]]:
-    """(prompt + answer ids (1, T), prompt length, degenerate kinds) per probe prompt.
-
-    All prompts are answered in one left-padded batch (one decoding loop instead of one per
-    prompt); each answer is then cut after its stop token and returned unpadded, as a
-    prompt-by-prompt loop would give it."""
-    if not prompts:
-        return []
+    """(prompt + answer ids (1, T), prompt length, degenerate kinds) per probe prompt, all
+    prompts answered in one batch (``trainer.generation.greedy_batch``)."""
     dev = next(model.parameters()).device
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    eos_id = tokenizer.eos_token_id
+    stops = eos_token_ids(model) | ({tokenizer.eos_token_id} - {None})
     prompt_ids = [chat_prompt_ids(tokenizer, [{"role": "user", "content": p}]) for p in prompts]
-    width = max(len(ids) for ids in prompt_ids)
-    input_B_P = torch.tensor([[pad_id] * (width - len(ids)) + ids for ids in prompt_ids])
-    mask_B_P = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompt_ids])
-    sequence_B_T = model.generate(
-        input_ids=input_B_P.to(dev),
-        attention_mask=mask_B_P.to(dev),
-        max_new_tokens=max_new_tokens,
-        do_sample=False,
-        temperature=None,
-        top_p=None,
-        top_k=None,
-        pad_token_id=pad_id,
-        eos_token_id=eos_id,
-        use_cache=True,  # the trainer turns the cache off for training, not for generating
+    replies = greedy_batch(
+        model, prompt_ids, max_new_tokens=max_new_tokens, pad_id=pad_id, stop_ids=stops
     )
     answers = []
-    for row, ids in enumerate(prompt_ids):
-        generated = sequence_B_T[row, width:].tolist()
-        ended = eos_id is not None and eos_id in generated
-        if ended:
-            generated = generated[: generated.index(eos_id) + 1]  # keep the stop token
-        answer_ids = generated[:-1] if ended else generated
+    for ids, (generated, ended) in zip(prompt_ids, replies, strict=True):
+        answer_ids = generated[:-1] if ended else generated  # the stop token is no text
         text = tokenizer.decode(answer_ids, skip_special_tokens=True)
         kinds = degenerate_kinds(text, answer_ids, ended=ended, max_new_tokens=max_new_tokens)
-        sequence_1_T = torch.tensor([ids + generated], device=dev)
-        answers.append((sequence_1_T, len(ids), kinds))
+        answers.append((torch.tensor([ids + generated], device=dev), len(ids), kinds))
     return answers
 
 

@@ -237,6 +237,8 @@ def judge_verdict(
         return Verdict(score=score, version=version, votes=votes, hint=user_hint)
     if kind == "cues":
         found = cue_hint(next_state)
+        if not is_useful_hint(found):  # e.g. "The correct answer is Paris." alone reads as praise
+            found = cue_hint(next_state, keep_complaint=True)
         hint_texts = [f"\\boxed{{1}} [HINT_START]{found}[HINT_END]" if found else "\\boxed{-1}"]
     else:
         messages = build_hint_messages(request=request, answer=answer, next_state=next_state)

@@ -60,6 +60,7 @@ _STOPWORDS = frozenset(
 )
 # Words that only repeat the verdict: "No, that's wrong. Try again." teaches nothing.
 _VERDICT_WORDS = frozenset("try fix redo answer response again wrong".split())
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 
 
 def split_next_state(next_state: str) -> tuple[list[str], list[str]]:
@@ -133,11 +134,13 @@ def cue_score(next_state: str, *, request: str = "") -> int:
     return cue_vote(next_state, request=request)[0]
 
 
-def cue_hint(next_state: str) -> str | None:
+def cue_hint(next_state: str, *, keep_complaint: bool = False) -> str | None:
     """Hindsight from a next state the cue judge scored -1: the user's own sentences that say
     more than a verdict (the complaint around them dropped: "No, that's not what I asked for."
     teaches a teacher to apologise, not what was asked for), or the tool's error; None when it
-    carries nothing to learn from.
+    carries nothing to learn from. ``keep_complaint``: the user's whole message when any of it
+    says more than a verdict (the judge's fallback when the sentences alone are no hint, e.g.
+    "The correct answer is Paris.", which reads as praise without its "No, that's wrong.").
 
     >>> cue_hint("[user] No, that's not what I asked for. Please start with 'Sure!'")
     "Please start with 'Sure!'"
@@ -148,12 +151,11 @@ def cue_hint(next_state: str) -> str | None:
     if user:
         sentences = [s for text in user for s in _SENTENCE_END.split(text.strip()) if s.strip()]
         kept = [s.strip() for s in sentences if _says_more_than_a_verdict(s)]
+        if keep_complaint and kept:
+            return " ".join(text.strip() for text in user)
         return " ".join(kept) if kept else None
     errors = [t for t in tools if _TOOL_ERROR.search(t)]
     return f"The tool answered: {errors[0]}" if errors else None
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 
 
 def _says_more_than_a_verdict(sentence: str) -> bool:

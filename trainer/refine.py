@@ -23,18 +23,8 @@ import torch
 
 from trainer.batch import Sample
 from trainer.config import UpdateConfig
+from trainer.generation import greedy_batch
 from trainer.policy import adapter_disabled
-
-
-def eos_token_ids(model: torch.nn.Module) -> set[int]:
-    """The ids that end an answer, as the model's generation config (else config) names them."""
-    generation = getattr(model, "generation_config", None)
-    value = getattr(generation, "eos_token_id", None)
-    if value is None:
-        value = getattr(model.config, "eos_token_id", None)
-    if value is None:
-        return set()
-    return {int(value)} if isinstance(value, int) else {int(v) for v in value}
 
 
 def needs_refinement(sample: Sample) -> bool:
@@ -62,37 +52,23 @@ def refine_with_hints(
     if not chosen or config.refine_max_tokens <= 0:
         return samples, 0
     prompts = [list(samples[i].teacher_prompt_token_ids or []) for i in chosen]
-    width = max(len(p) for p in prompts)
-    device = next(model.parameters()).device
-    input_ids = torch.tensor([[pad_id] * (width - len(p)) + p for p in prompts], device=device)
-    attention = torch.tensor(
-        [[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device
-    )
     was_training = model.training
     model.eval()
     teacher_off = adapter_disabled(model) if config.teacher == "base" else contextlib.nullcontext()
     try:
         with teacher_off:
-            out = model.generate(
-                input_ids=input_ids,
-                attention_mask=attention,
+            answers = greedy_batch(
+                model,
+                prompts,
                 max_new_tokens=config.refine_max_tokens,
-                do_sample=False,
-                temperature=None,
-                top_p=None,
-                top_k=None,
-                pad_token_id=pad_id,
-                eos_token_id=sorted(eos_ids) or None,
+                pad_id=pad_id,
+                stop_ids=eos_ids,
             )
     finally:
         model.train(was_training)
     refined = list(samples)
     count = 0
-    for row, index in enumerate(chosen):
-        ids = out[row, width:].tolist()
-        end = next((k for k, token in enumerate(ids) if token in eos_ids), None)
-        if end is not None:
-            ids = ids[: end + 1]  # keep the stop token: the answer ends there
+    for index, (ids, _) in zip(chosen, answers, strict=True):  # the stop token is kept
         if not [t for t in ids if t not in eos_ids and t != pad_id]:
             continue
         refined[index] = dataclasses.replace(samples[index], correction_token_ids=ids)

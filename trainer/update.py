@@ -43,6 +43,7 @@ from torch import Tensor
 from trainer.advantages import ALGORITHM_SIGNALS, reward_advantages, token_advantages
 from trainer.batch import Batch, Sample, collate, micro_batches, move_targets
 from trainer.config import UpdateConfig
+from trainer.generation import eos_token_ids
 from trainer.losses import (
     kl_k3,
     ppo_clip_loss,
@@ -62,7 +63,7 @@ from trainer.policy import (
     trainable_parameters,
 )
 from trainer.ranks import World, reduce_across, sum_gradients
-from trainer.refine import eos_token_ids, refine_with_hints
+from trainer.refine import refine_with_hints
 
 
 @dataclass

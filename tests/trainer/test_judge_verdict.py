@@ -44,6 +44,31 @@ def test_the_default_judge_scores_a_correction_and_takes_the_users_words_as_hint
 @pytest.mark.parametrize(
     ("next_state", "hint"),
     [
+        # without its complaint the sentence reads as praise ("correct", "helpful") or is too
+        # short to be a hint: the judge keeps the user's whole message, as cues-v1 did
+        (
+            "[user] No, that's wrong. The correct answer is Paris.",
+            "No, that's wrong. The correct answer is Paris.",
+        ),
+        ("[user] Wrong. Keep it short and helpful.", "Wrong. Keep it short and helpful."),
+        ("[user] No. French.", "No. French."),
+        ("[user] That's wrong. Use C++.", "That's wrong. Use C++."),
+        (
+            "[user] No, that's not what I asked for. Please always start your answer with 'Sure!'",
+            "Please always start your answer with 'Sure!'",
+        ),
+        ("[user] No, that's wrong. Try again.", None),
+    ],
+)
+def test_the_judge_falls_back_to_the_whole_message_when_the_sentences_are_no_hint(
+    next_state: str, hint: str | None
+) -> None:
+    assert _judge("cues", next_state).hint == hint
+
+
+@pytest.mark.parametrize(
+    ("next_state", "hint"),
+    [
         # the complaint around the request is dropped: a teacher told "No, that's not what I
         # asked for." apologises instead of doing what was asked
         (

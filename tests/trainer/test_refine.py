@@ -10,8 +10,9 @@ import pytest
 
 from trainer.batch import Sample
 from trainer.config import UpdateConfig
+from trainer.generation import eos_token_ids
 from trainer.policy import load_policy
-from trainer.refine import eos_token_ids, needs_refinement, refine_with_hints
+from trainer.refine import needs_refinement, refine_with_hints
 from trainer.update import run_update
 
 
