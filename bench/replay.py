@@ -219,15 +219,15 @@ def generate(
     import torch.nn.functional as F
 
     from trainer.batch import chat_prompt_ids
+    from trainer.generation import left_pad
 
     if not prompts:
         return []
     prompt_ids = [chat_prompt_ids(tokenizer, [{"role": "user", "content": p}]) for p in prompts]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     eos_id = tokenizer.eos_token_id
-    width = max(len(ids) for ids in prompt_ids)
-    input_ids = torch.tensor([[pad_id] * (width - len(ids)) + ids for ids in prompt_ids])
-    attention = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompt_ids])
+    input_ids, attention = left_pad(prompt_ids, pad_id)
+    width = input_ids.shape[1]
     input_ids, attention = input_ids.to(model.device), attention.to(model.device)
     sampling: dict[str, Any] = (
         {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}

@@ -23,6 +23,15 @@ def eos_token_ids(model: torch.nn.Module) -> set[int]:
     return {int(value)} if isinstance(value, int) else {int(v) for v in value}
 
 
+def left_pad(prompts: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(input ids (B, P), attention mask (B, P)) of prompts padded on the left to one width,
+    as generation needs them: every row's next token follows its last prompt token."""
+    width = max(len(p) for p in prompts)
+    input_B_P = torch.tensor([[pad_id] * (width - len(p)) + list(p) for p in prompts])
+    mask_B_P = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    return input_B_P, mask_B_P
+
+
 @torch.no_grad()
 def greedy_batch(
     model: torch.nn.Module,
@@ -37,9 +46,8 @@ def greedy_batch(
     if not prompts:
         return []
     device = next(model.parameters()).device
-    width = max(len(p) for p in prompts)
-    input_B_P = torch.tensor([[pad_id] * (width - len(p)) + list(p) for p in prompts])
-    mask_B_P = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    input_B_P, mask_B_P = left_pad(prompts, pad_id)
+    width = input_B_P.shape[1]
     sequence_B_T = model.generate(
         input_ids=input_B_P.to(device),
         attention_mask=mask_B_P.to(device),
