@@ -36,7 +36,9 @@ def reward_advantages(config: UpdateConfig, samples: list[Sample]) -> tuple[list
     single = [i for i, s in enumerate(samples) if s.reward is not None and i not in grouped]
     rewards_B = torch.tensor([float(samples[i].reward) for i in single])  # type: ignore[arg-type]
     baseline = config.initial_baseline
-    if config.use_running_baseline and single:
+    if config.batch_baseline and single:
+        rewards_B = rewards_B - rewards_B.mean()
+    elif config.use_running_baseline and single:
         rewards_B, baseline = running_baseline_advantages(
             rewards_B, baseline, config.baseline_momentum
         )

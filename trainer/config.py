@@ -95,6 +95,12 @@ class UpdateConfig:
     """Subtract a running mean of rewards from rewards that are not in a GRPO group (groups of
     two or more siblings are always group-normalised)."""
 
+    batch_baseline: bool = False
+    """Subtract the batch's mean reward from the rewards of samples not in a GRPO group (a
+    group of the batch's singles, not normalised by their spread). A batch whose answers all got
+    the same verdict then carries no reward signal; its hints and corrections still train. Not
+    with use_running_baseline."""
+
     initial_baseline: float = 0.0
     """Running baseline carried over from the previous update (its summary reports the new
     one); only used with use_running_baseline."""
@@ -159,6 +165,8 @@ class UpdateConfig:
             )
         if self.base_dtype not in ("auto", "float32", "bfloat16"):
             raise ValueError(f"unknown base_dtype {self.base_dtype!r}")
+        if self.batch_baseline and self.use_running_baseline:
+            raise ValueError("batch_baseline and use_running_baseline are two baselines: pick one")
 
 
 def config_from_dict(values: dict[str, Any]) -> UpdateConfig:

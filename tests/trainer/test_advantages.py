@@ -36,6 +36,21 @@ def test_running_baseline_applies_to_singles_and_carries_over() -> None:
     assert baseline == pytest.approx(-0.125)
 
 
+def test_batch_baseline_centres_the_singles_and_leaves_groups_alone() -> None:
+    config = UpdateConfig(batch_baseline=True)
+    samples = [_sample(1.0), _sample(1.0), _sample(-1.0), _sample(1.0, "g"), _sample(-1.0, "g")]
+    advantages, _ = reward_advantages(config, samples)
+    assert advantages[:3] == pytest.approx([2 / 3, 2 / 3, -4 / 3])
+    assert advantages[3] > 0 > advantages[4]  # the group is normalised on its own
+    liked, _ = reward_advantages(config, [_sample(1.0)] * 8)
+    assert liked == [0.0] * 8  # every answer liked: no reward signal left to sharpen on
+
+
+def test_batch_and_running_baselines_are_not_both_taken() -> None:
+    with pytest.raises(ValueError, match="pick one"):
+        UpdateConfig(batch_baseline=True, use_running_baseline=True)
+
+
 def test_token_advantages_combine_reward_and_teacher_gap_per_row() -> None:
     mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
     teacher = torch.tensor([[-1.0, -1.0, 0.0], [-1.0, -2.0, -3.0]])
