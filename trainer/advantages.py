@@ -1,4 +1,4 @@
-"""Advantages of a batch: from rewards (GRPO groups, running baseline) and per token.
+"""Advantages of a batch: from rewards (GRPO groups, running or batch-mean baseline) and per token.
 
 Pure functions over plain samples and tensors; ``run_update`` calls them, the tests call them
 directly.

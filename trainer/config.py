@@ -98,8 +98,11 @@ class UpdateConfig:
     batch_baseline: bool = False
     """Subtract the batch's mean reward from the rewards of samples not in a GRPO group (a
     group of the batch's singles, not normalised by their spread). A batch whose answers all got
-    the same verdict then carries no reward signal; its hints and corrections still train. Not
-    with use_running_baseline."""
+    the same verdict then carries no reward signal (neither the +1 of an all-liked batch nor the
+    −1 of an all-disliked one), while a miss among mostly liked answers weighs more (−1.75 at 7 of
+    8 liked); hints and corrections still train. AdamW's state is carried along the lineage, so a
+    batch without any signal still moves the adapter by the previous update's momentum. Not with
+    use_running_baseline."""
 
     initial_baseline: float = 0.0
     """Running baseline carried over from the previous update (its summary reports the new

@@ -1,4 +1,4 @@
-"""Per-sample advantages from rewards: groups, running baseline, algorithm signals."""
+"""Per-sample advantages from rewards: groups, running or batch baseline, algorithm signals."""
 
 from __future__ import annotations
 
@@ -37,13 +37,26 @@ def test_running_baseline_applies_to_singles_and_carries_over() -> None:
 
 
 def test_batch_baseline_centres_the_singles_and_leaves_groups_alone() -> None:
-    config = UpdateConfig(batch_baseline=True)
-    samples = [_sample(1.0), _sample(1.0), _sample(-1.0), _sample(1.0, "g"), _sample(-1.0, "g")]
-    advantages, _ = reward_advantages(config, samples)
-    assert advantages[:3] == pytest.approx([2 / 3, 2 / 3, -4 / 3])
-    assert advantages[3] > 0 > advantages[4]  # the group is normalised on its own
+    config = UpdateConfig(batch_baseline=True, initial_baseline=0.25)
+    samples = [
+        _sample(1.0),
+        _sample(1.0),
+        _sample(None),  # no reward: not in the mean, no advantage
+        _sample(-1.0),
+        _sample(1.0, "g"),
+        _sample(-1.0, "g"),
+    ]
+    advantages, baseline = reward_advantages(config, samples)
+    assert advantages[:4] == pytest.approx([2 / 3, 2 / 3, 0.0, -4 / 3])
+    plain, _ = reward_advantages(UpdateConfig(), samples)
+    assert advantages[4:] == pytest.approx(plain[4:])  # the group is normalised on its own
+    assert baseline == 0.25  # nothing carried over
     liked, _ = reward_advantages(config, [_sample(1.0)] * 8)
     assert liked == [0.0] * 8  # every answer liked: no reward signal left to sharpen on
+    disliked, _ = reward_advantages(config, [_sample(-1.0)] * 8)
+    assert disliked == [0.0] * 8
+    mostly_liked, _ = reward_advantages(config, [_sample(1.0)] * 7 + [_sample(-1.0)])
+    assert mostly_liked[-1] == pytest.approx(-1.75)
 
 
 def test_batch_and_running_baselines_are_not_both_taken() -> None:
