@@ -85,6 +85,11 @@ class UpdateConfig:
     """Weight of the supervised loss on a user's correction (the answer they wrote), and on
     a hint's refinement (see refine_max_tokens)."""
 
+    anchor_coef: float = 0.0
+    """Weight of the language anchor (``trainer.anchor``): the exact KL(base ‖ policy) per token
+    on a few paragraphs of everyday English, added to every step's loss, so the general
+    language the probe perplexity measures stays where the base had it. 0 skips it."""
+
     refine_max_tokens: int = 64
     """Hint refinement (``trainer.refine``): each hinted sample without a user's correction is
     given the teacher's greedy answer to the hinted prompt, at most this many tokens, trained
@@ -168,6 +173,8 @@ class UpdateConfig:
             )
         if self.base_dtype not in ("auto", "float32", "bfloat16"):
             raise ValueError(f"unknown base_dtype {self.base_dtype!r}")
+        if self.anchor_coef < 0:
+            raise ValueError(f"anchor_coef must be 0 or more, not {self.anchor_coef}")
         if self.batch_baseline and self.use_running_baseline:
             raise ValueError("batch_baseline and use_running_baseline are two baselines: pick one")
 

@@ -6,7 +6,8 @@ as they come; it never sees a database. The algorithm, in order:
 1. Advantages per sample from rewards: GRPO-normalised within groups of two or more siblings,
    else the reward (minus a running baseline when configured).
 2. Without gradients: the teacher's log-probs of each hinted sample's response tokens under the
-   hinted prompt, and the base model's log-probs when a KL penalty is on.
+   hinted prompt, the base model's log-probs when a KL penalty is on, and the base model's
+   next-token distribution on the anchor paragraphs when the language anchor is on.
 3. ``steps_per_batch`` optimizer steps, each one pass over the batch in micro-batches with
    gradients accumulated. Step 0's log-probs are the old policy (the parameters have not moved
    yet), so the old log-probs, the OPD advantages and the trainer–sampler gap cost no extra pass.
@@ -41,6 +42,7 @@ import torch.distributed as dist
 from torch import Tensor
 
 from trainer.advantages import ALGORITHM_SIGNALS, reward_advantages, token_advantages
+from trainer.anchor import anchor_batch, anchor_kl, anchor_token_ids, next_token_logprobs
 from trainer.batch import Batch, Sample, collate, micro_batches, move_targets
 from trainer.config import UpdateConfig
 from trainer.generation import eos_token_ids
@@ -162,6 +164,7 @@ def run_update(
         _correction_batch([samples[i] for i in rows], pad_id).to(dev)
         for rows in sft_micro[world.rank :: world.world_size]
     ]
+    anchor = _anchor(model, config, base_model_dir, pad_id, dev)
     params = trainable_parameters(model)
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=0.0)
     optimizer_continued = optimizer_state_load(optimizer, init_adapter_dir, lr=config.lr)
@@ -174,7 +177,7 @@ def run_update(
         model.train()
         optimizer.zero_grad(set_to_none=True)
         totals = dict.fromkeys(
-            ("pg_loss", "kl", "mean_advantage", "clip_fraction", "sft_loss"), 0.0
+            ("pg_loss", "kl", "mean_advantage", "clip_fraction", "sft_loss", "anchor_kl"), 0.0
         )
         for chunk in chunks:
             share = float(chunk.batch.target_mask_B_T.sum()) / pg_tokens
@@ -197,6 +200,12 @@ def run_update(
             sft = sft_loss(logp_B_T, batch.target_mask_B_T) * share
             (config.sft_coef * sft).backward()
             totals["sft_loss"] += float(sft.detach())
+        if anchor is not None:
+            # Every rank computes it in full; the gradients are summed, hence the share.
+            ids_B_T, mask_B_T, base_logp_N_V = anchor
+            drift = anchor_kl(base_logp_N_V, next_token_logprobs(model, ids_B_T, mask_B_T))
+            (config.anchor_coef * drift / world.world_size).backward()
+            totals["anchor_kl"] += float(drift.detach()) / world.world_size
         if world.world_size > 1:
             sum_gradients(params)
             totals = dict(zip(totals, reduce_across(list(totals.values()), dev), strict=True))
@@ -207,11 +216,13 @@ def run_update(
         seconds = time.perf_counter() - step_started
         tokens = int(pg_tokens + sft_tokens)
         loss = totals["pg_loss"] + config.kl_coef * totals["kl"]
+        loss += config.sft_coef * totals["sft_loss"] + config.anchor_coef * totals["anchor_kl"]
         metrics = {
             "step": step,
-            "loss": loss + config.sft_coef * totals["sft_loss"],
+            "loss": loss,
             **totals,
             "kl": totals["kl"] if config.kl_coef > 0 else None,
+            "anchor_kl": totals["anchor_kl"] if anchor is not None else None,
             "grad_norm": float(grad_norm),
             "tokens": tokens,
             "seconds": seconds,
@@ -229,7 +240,7 @@ def run_update(
     metrics_peak = peak_memory(dev)
     # Drop the optimizer state, activations and cached blocks now, not when the worker exits:
     # an idle worker holding its peak starves vLLM of KV cache on a shared GPU.
-    del optimizer, params, chunks, sft_batches, model
+    del optimizer, params, chunks, sft_batches, anchor, model
     release_memory(dev)
     if world.rank != 0:
         return
@@ -261,6 +272,23 @@ def _length(sample: Sample, *, correction: bool = False) -> int:
     """The sequence length a sample's row has (prompt + response, or prompt + correction)."""
     target = (sample.correction_token_ids or []) if correction else sample.response_token_ids
     return len(sample.prompt_token_ids) + len(target)
+
+
+def _anchor(
+    model: torch.nn.Module,
+    config: UpdateConfig,
+    base_model_dir: str | Path,
+    pad_id: int,
+    device: torch.device,
+) -> tuple[Tensor, Tensor, Tensor] | None:
+    """The anchor paragraphs and the base model's next-token log-probs on them, or None."""
+    if config.anchor_coef <= 0:
+        return None
+    ids_B_T, mask_B_T = anchor_batch(anchor_token_ids(str(base_model_dir)), pad_id)
+    ids_B_T, mask_B_T = ids_B_T.to(device), mask_B_T.to(device)
+    with torch.no_grad(), adapter_disabled(model):
+        base_logp_N_V = next_token_logprobs(model, ids_B_T, mask_B_T)
+    return ids_B_T, mask_B_T, base_logp_N_V
 
 
 def _correction_batch(samples: list[Sample], pad_id: int) -> Batch:

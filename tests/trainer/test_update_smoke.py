@@ -21,6 +21,7 @@ STEP_KEYS = {
     "pg_loss",
     "sft_loss",
     "kl",
+    "anchor_kl",
     "mean_advantage",
     "clip_fraction",
     "tokens",
