@@ -45,7 +45,7 @@ from trainer.batch import Sample, chat_prompt_ids, collate  # noqa: E402
 from trainer.config import UpdateConfig  # noqa: E402
 from trainer.distributed import run_update_launched  # noqa: E402
 from trainer.gate import probe_model  # noqa: E402
-from trainer.memory import SHAPES, ModelShape, memory_budget  # noqa: E402
+from trainer.memory import SHAPES, ModelShape, anchor_token_count, memory_budget  # noqa: E402
 from trainer.policy import (  # noqa: E402
     policy_from_base,
     release_memory,
@@ -231,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         gradient_checkpointing=checkpointing,
         gpu_gib=gpu_gib,
         vllm_share=0.0,
+        anchor_tokens=anchor_token_count(config, None),
     )
     figures: dict[str, Any] = {
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
@@ -256,13 +257,15 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="gpu-train-check-") as scratch:
         folder = Path(scratch)
-        # 1. The update, on the model in memory.
+        # 1. The update, on the model in memory; its folder holds only the tokenizer (the
+        # language anchor tokenises its paragraphs with it).
+        tokenizer.save_pretrained(folder / "tokenizer")
         reset_peaks(device)
         started = time.perf_counter()
         *steps, summary = run_update(
             config,
             samples,
-            base_model_dir=folder / "unused",
+            base_model_dir=folder / "tokenizer",
             init_adapter_dir=None,
             out_adapter_dir=folder / "adapter",
             device=device,

@@ -11,6 +11,9 @@ An update holds, at its peak:
   per token) and one layer's full set exists at a time, while it is recomputed;
 - one chunk of logits: ``LOGIT_CHUNK_TOKENS`` × vocabulary in the model's dtype, its fp32 copy
   and that copy's gradient (``trainer.policy.token_logprobs`` scores the vocabulary in chunks);
+- with the language anchor on (``anchor_coef``), the base model's next-token distribution on
+  the anchor paragraphs, fp32, kept for the whole update; the anchor's own pass (a few hundred
+  tokens) is smaller than a micro-batch's, so the two terms above already cover it;
 - a fixed allowance for the CUDA context, cuBLAS workspaces and allocator fragmentation.
 
 What is left for it is the GPU's memory minus vLLM's share (``--gpu-memory-utilization`` is a
@@ -32,6 +35,7 @@ from typing import Any
 import torch
 from transformers import AutoConfig
 
+from trainer.anchor import anchor_token_ids
 from trainer.config import UpdateConfig
 from trainer.policy import LOGIT_CHUNK_TOKENS, resolve_base_dtype, uses_gradient_checkpointing
 
@@ -40,6 +44,8 @@ log = logging.getLogger(__name__)
 GIB = 2**30
 OVERHEAD_GIB = 2.0
 """CUDA context (~0.5 GiB), cuBLAS/SDPA workspaces and allocator fragmentation."""
+ANCHOR_TOKENS_ESTIMATE = 400
+"""The anchor paragraphs' length where no tokenizer is at hand (367 in SmolLM2's)."""
 LORA_BYTES_PER_PARAM = 16
 """fp32 weight + fp32 gradient + AdamW's two fp32 moments."""
 
@@ -131,6 +137,7 @@ class MemoryBudget:
     micro_batch_tokens: int
     activations_gib: float
     logits_gib: float
+    anchor_gib: float
     overhead_gib: float
     gpu_gib: float
     vllm_share: float
@@ -142,6 +149,7 @@ class MemoryBudget:
             + self.lora_gib
             + self.activations_gib
             + self.logits_gib
+            + self.anchor_gib
             + self.overhead_gib
         )
 
@@ -167,7 +175,9 @@ class MemoryBudget:
             f"weights {self.weights_gib:.1f} + LoRA and optimizer {self.lora_gib:.2f} "
             f"+ activations {self.activations_mib_per_token:.3f} MiB/token × "
             f"{self.micro_batch_tokens} tokens = {self.activations_gib:.1f} "
-            f"+ logits {self.logits_gib:.1f} + overhead {self.overhead_gib:.1f} "
+            f"+ logits {self.logits_gib:.1f} "
+            + (f"+ anchor {self.anchor_gib:.2f} " if self.anchor_gib else "")
+            + f"+ overhead {self.overhead_gib:.1f} "
             f"= {self.need_gib:.1f} GiB needed; GPU {self.gpu_gib:.0f} GiB × "
             f"(1 − vLLM's {self.vllm_share:.2f}) = {self.available_gib:.1f} GiB available"
         )
@@ -183,6 +193,7 @@ def memory_budget(
     gradient_checkpointing: bool,
     gpu_gib: float,
     vllm_share: float,
+    anchor_tokens: int = 0,
     overhead_gib: float = OVERHEAD_GIB,
 ) -> MemoryBudget:
     """The estimate for one model shape and training configuration (pure arithmetic).
@@ -204,6 +215,7 @@ def memory_budget(
         micro_batch_tokens=micro_batch_tokens,
         activations_gib=per_token * micro_batch_tokens / GIB,
         logits_gib=logits_tokens * shape.vocab * (dtype_bytes + 4 + 4) / GIB,
+        anchor_gib=anchor_tokens * shape.vocab * 4 / GIB,
         overhead_gib=overhead_gib,
         gpu_gib=gpu_gib,
         vllm_share=vllm_share,
@@ -282,8 +294,18 @@ def gpu_budget(
         gradient_checkpointing=uses_gradient_checkpointing(config, device),
         gpu_gib=total / GIB,
         vllm_share=share,
+        anchor_tokens=anchor_token_count(config, base_model_dir),
     )
     return check_budget(budget)
+
+
+def anchor_token_count(config: UpdateConfig, base_model_dir: str | Path | None) -> int:
+    """The anchor paragraphs' length in the model's tokens (an estimate without a model), or 0."""
+    if config.anchor_coef <= 0:
+        return 0
+    if base_model_dir is None:
+        return ANCHOR_TOKENS_ESTIMATE
+    return sum(len(ids) for ids in anchor_token_ids(str(base_model_dir)))
 
 
 def budget_table(gpu_gib: float = 80, vllm_shares: Sequence[float] = (0.85, 0.6)) -> str:
@@ -311,6 +333,7 @@ def budget_table(gpu_gib: float = 80, vllm_shares: Sequence[float] = (0.85, 0.6)
                     gradient_checkpointing=checkpointing,
                     gpu_gib=gpu_gib,
                     vllm_share=share,
+                    anchor_tokens=anchor_token_count(config, None),
                 )
                 for share in vllm_shares
             ]

@@ -128,3 +128,22 @@ def test_readme_shows_the_table_this_code_computes() -> None:
     readme = (ROOT / "README.md").read_text()
     assert budget_table() in readme
     assert _budget(vllm_share=0.85).explain() in readme  # the refusal it quotes
+
+
+def test_the_anchor_adds_the_base_distribution_it_keeps() -> None:
+    from trainer.anchor import anchor_token_ids
+    from trainer.config import UpdateConfig
+    from trainer.memory import ANCHOR_TOKENS_ESTIMATE, anchor_token_count
+
+    without, with_anchor = _budget(), _budget(anchor_tokens=400)
+    assert without.anchor_gib == 0.0 and "anchor" not in without.explain()
+    assert with_anchor.anchor_gib == pytest.approx(400 * FOUR_B.vocab * 4 / 2**30)
+    assert with_anchor.need_gib == pytest.approx(without.need_gib + with_anchor.anchor_gib)
+    assert f"+ anchor {with_anchor.anchor_gib:.2f} " in with_anchor.explain()
+    assert anchor_token_count(UpdateConfig(anchor_coef=0.0), None) == 0
+    assert anchor_token_count(UpdateConfig(anchor_coef=1.0), None) == ANCHOR_TOKENS_ESTIMATE
+    smol = ROOT / "var" / "models" / "SmolLM2-135M-Instruct"
+    if smol.is_dir():  # the estimate covers the real tokenizer's count
+        counted = anchor_token_count(UpdateConfig(anchor_coef=1.0), smol)
+        assert counted == sum(len(ids) for ids in anchor_token_ids(str(smol)))
+        assert counted <= ANCHOR_TOKENS_ESTIMATE
