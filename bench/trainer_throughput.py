@@ -88,7 +88,13 @@ def run_parley() -> dict[str, Any]:
     from trainer.update import run_update
 
     samples = _batch()
-    config = UpdateConfig(algorithm="rl", steps_per_batch=1 + TIMED_STEPS, micro_batch_size=BATCH)
+    # The loss TRL computes too: PPO-clip alone, without the language anchor TRL has no match for.
+    config = UpdateConfig(
+        algorithm="rl",
+        steps_per_batch=1 + TIMED_STEPS,
+        micro_batch_size=BATCH,
+        anchor_coef=0.0,
+    )
     with tempfile.TemporaryDirectory() as out:
         results = list(
             run_update(

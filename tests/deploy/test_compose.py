@@ -214,7 +214,12 @@ def test_serving_max_lora_rank_is_the_trainers_limit():
 
 
 def test_the_example_splits_one_gpu_so_a_4b_model_trains_beside_vllm(config):
-    from trainer.memory import SHAPES, memory_budget, vllm_share_of_training_gpu
+    from trainer.memory import (
+        ANCHOR_TOKENS_ESTIMATE,
+        SHAPES,
+        memory_budget,
+        vllm_share_of_training_gpu,
+    )
 
     train_env = config["services"]["train"]["environment"]
     assert train_env["PARLEY_TRAIN_DEVICE"] == "cuda"
@@ -229,6 +234,7 @@ def test_the_example_splits_one_gpu_so_a_4b_model_trains_beside_vllm(config):
         gradient_checkpointing=True,
         gpu_gib=80,
         vllm_share=share,
+        anchor_tokens=ANCHOR_TOKENS_ESTIMATE,  # the language anchor is on by default
     )
     assert budget.fits, budget.explain()
     assert f"--gpu-memory-utilization={share}" in config["services"]["vllm"]["command"]

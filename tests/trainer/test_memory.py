@@ -7,6 +7,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from tests.helpers import ROOT
 from trainer.memory import (
+    ANCHOR_TOKENS_ESTIMATE,
     SHAPES,
     MemoryBudgetError,
     ModelShape,
@@ -127,13 +128,14 @@ def test_vllm_share_follows_the_gpu_split(env: dict[str, str], share: float) -> 
 def test_readme_shows_the_table_this_code_computes() -> None:
     readme = (ROOT / "README.md").read_text()
     assert budget_table() in readme
-    assert _budget(vllm_share=0.85).explain() in readme  # the refusal it quotes
+    quoted = _budget(vllm_share=0.85, anchor_tokens=ANCHOR_TOKENS_ESTIMATE)  # the default anchor
+    assert quoted.explain() in readme  # the refusal it quotes
 
 
 def test_the_anchor_adds_the_base_distribution_it_keeps() -> None:
     from trainer.anchor import anchor_token_ids
     from trainer.config import UpdateConfig
-    from trainer.memory import ANCHOR_TOKENS_ESTIMATE, anchor_token_count
+    from trainer.memory import anchor_token_count
 
     without, with_anchor = _budget(), _budget(anchor_tokens=400)
     assert without.anchor_gib == 0.0 and "anchor" not in without.explain()
