@@ -48,6 +48,7 @@ from typing import Any
 
 from bench.common import ROOT, record
 from bench.preferences import Preference, load_preferences, load_prompts
+from bench.witness import witness_perplexity
 
 MODE = "replay"
 FEEDBACK_KINDS = ("thumbs", "comments", "corrections", "next_state")
@@ -352,8 +353,16 @@ def run_replay(
     model = load_serving_model(options.model_dir, None, options.device)
     started = time.perf_counter()
     scores = score_splits(model, tokenizer, splits, preferences, max_new_tokens=options.eval_tokens)
+    base_witness_ppl = witness_perplexity(model, tokenizer)
     versions: list[dict[str, Any]] = [
-        {"version": 0, "published": True, "turns": 0, "scores": scores, "ppl_ratio": 1.0}
+        {
+            "version": 0,
+            "published": True,
+            "turns": 0,
+            "scores": scores,
+            "ppl_ratio": 1.0,
+            "witness_ppl_ratio": 1.0,
+        }
     ]
     given_back: list[Any] = []
     judge = {"votes": 0, "parsed": 0, "right": 0, "samples": 0, "hints": 0}
@@ -402,6 +411,7 @@ def run_replay(
             if not batch:
                 entry.update(published=False, reasons=["no sample with a signal"])
                 entry.update(scores=versions[-1]["scores"], ppl_ratio=versions[-1]["ppl_ratio"])
+                entry["witness_ppl_ratio"] = versions[-1].get("witness_ppl_ratio")
             else:
                 out_dir = work / f"v{number}"
                 summary: dict[str, Any] = {}
@@ -442,9 +452,13 @@ def run_replay(
                         preferences,
                         max_new_tokens=options.eval_tokens,
                     )
+                    entry["witness_ppl_ratio"] = (
+                        witness_perplexity(model, tokenizer) / base_witness_ppl
+                    )
                     entry["eval_seconds"] = time.perf_counter() - evaluated
                 else:
                     entry["scores"] = versions[-1]["scores"]
+                    entry["witness_ppl_ratio"] = versions[-1].get("witness_ppl_ratio")
             entry["seconds"] = time.perf_counter() - version_started
             versions.append(entry)
             bar.update(1)
@@ -454,8 +468,10 @@ def run_replay(
             outcome = (
                 "published" if entry["published"] else "refused: " + "; ".join(entry["reasons"])
             )
+            witness = entry.get("witness_ppl_ratio")
+            witness_text = f" witness×{witness:.3f}" if witness is not None else ""
             bar.write(
-                f"v{number}: {shown} | ppl×{entry['ppl_ratio']:.3f} | {outcome}"
+                f"v{number}: {shown} | ppl×{entry['ppl_ratio']:.3f}{witness_text} | {outcome}"
                 f" | {entry['seconds']:.0f}s"
             )
             if partial is not None:
@@ -528,6 +544,12 @@ def summarise(versions: list[dict[str, Any]], preference: str) -> dict[str, Any]
             v["ppl_ratio"] for v in versions if v["ppl_ratio"] is not None and v["published"]
         ),
         "refused": [v["version"] for v in versions if not v["published"]],
+        # the served versions' perplexity on text neither the gate nor the anchor sees
+        # (bench.witness); None for runs recorded before it was measured
+        "worst_witness_ppl_ratio": max(
+            (v["witness_ppl_ratio"] for v in versions if v.get("witness_ppl_ratio") is not None),
+            default=None,
+        ),
     }
     for split in versions[0]["scores"][preference]:
         series = [v["scores"][preference][split] for v in versions]

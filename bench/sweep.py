@@ -145,6 +145,8 @@ def cell_row(
         row[f"{split} best"] = [r["summary"][split]["best"] for r in runs if split in r["summary"]]
     row["judge"] = {key: sum(r["judge"][key] for r in runs) for key in ("right", "parsed", "votes")}
     row["worst ppl×"] = [summarise(r["versions"], name)["worst_ppl_ratio"] for r in runs]
+    witnessed = [summarise(r["versions"], name)["worst_witness_ppl_ratio"] for r in runs]
+    row["worst witness ppl×"] = [value for value in witnessed if value is not None]
     row["refused"] = [len(r["summary"]["refused"]) for r in runs]
     row["s/version"] = [r["seconds_per_version"] for r in runs]
     return row
@@ -158,7 +160,7 @@ def markdown(rows: list[dict[str, Any]], columns: list[str]) -> str:
         cells.append(str(len(row["seeds"])))
         for column in columns:
             values = row.get(column, [])
-            if column == "worst ppl×":
+            if column in ("worst ppl×", "worst witness ppl×"):
                 cells.append(f"{max(values):.3f}" if values else "—")
             elif column == "refused":
                 cells.append(str(sum(values)))
@@ -339,7 +341,8 @@ def write_table(
     """Print the table, write it as markdown and JSON, record it; then the optional plots."""
     columns = [f"{s}@0" for s in splits]
     columns += [f"{s}@{n}" for n in args.report_at for s in splits]
-    columns += ["worst ppl×", "refused", "judge right/parsed/votes", "s/version"]
+    columns += ["worst ppl×", "worst witness ppl×", "refused", "judge right/parsed/votes"]
+    columns += ["s/version"]
     table = markdown(rows, columns)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     args.out_dir.mkdir(parents=True, exist_ok=True)

@@ -60,6 +60,10 @@ def test_replay_records_before_it_plots_and_runs_without_matplotlib(
     assert figures["config"]["lr"] == UpdateConfig().lr and not figures["overrides"]  # defaults
     for version in figures["versions"][1:]:
         assert version["ppl_ratio"] > 0 and isinstance(version["published"], bool)
+        assert version["witness_ppl_ratio"] > 0  # text neither the gate nor the anchor sees
+    assert figures["versions"][0]["witness_ppl_ratio"] == 1.0
+    worst = max(v["witness_ppl_ratio"] for v in figures["versions"])
+    assert figures["summary"]["worst_witness_ppl_ratio"] == worst
     written = json.loads(next(tmp_path.glob("replay-*.json")).read_text())
     assert written["versions"] == figures["versions"]
     assert not list(tmp_path.glob("*.png"))
@@ -92,6 +96,7 @@ def test_sweep_writes_its_table_with_the_mode(
     table = (tmp_path / "sweep-t.md").read_text()
     assert "Mode: replay" in table and table.count("| replay | batch_size=") == 2
     assert "held_out_other@1" in table and "judge right/parsed/votes" in table
+    assert "worst witness ppl×" in table
     runs = sorted(str(p) for p in tmp_path.glob("replay-*.json"))
     again = ["--collect", *runs, "--eval-splits", "held_out_other", "--report-at", "1"]
     assert bench.sweep.main([*again, "--out-dir", str(tmp_path), "--label", "c"]) == 0
@@ -303,3 +308,27 @@ def test_a_table_says_when_only_some_seeds_reached_a_version() -> None:
     }
     table = bench.sweep.markdown([row], ["held_out@4", "held_out@8", "held_out@16"])
     assert table.splitlines()[-1].endswith("| 0.97 ± 0.04 | 1.00 (1/3) | — |")
+
+
+def test_runs_recorded_before_the_witness_show_a_dash() -> None:
+    versions = [
+        {"version": 0, "published": True, "ppl_ratio": 1.0, "scores": {"p": {"held_out": 0.0}}},
+        {"version": 1, "published": True, "ppl_ratio": 1.1, "scores": {"p": {"held_out": 1.0}}},
+    ]
+    assert bench.replay.summarise(versions, "p")["worst_witness_ppl_ratio"] is None
+    row = {"mode": "replay", "settings": "defaults", "algorithm": "combined"}
+    row |= {"feedback": "corrections", "preference": "p", "seeds": [0]}
+    row |= {"worst ppl×": [1.1], "worst witness ppl×": []}
+    table = bench.sweep.markdown([row], ["worst ppl×", "worst witness ppl×"])
+    assert table.splitlines()[-1].endswith("| 1.100 | — |")
+
+
+def test_the_witness_texts_are_in_neither_the_probe_nor_the_anchor() -> None:
+    from bench.witness import WITNESS_TEXTS
+    from trainer.anchor import ANCHOR_TEXTS
+    from trainer.probes import PROBE_TEXT
+
+    seen = " ".join((PROBE_TEXT, *ANCHOR_TEXTS))
+    for text in WITNESS_TEXTS:
+        for sentence in (s.strip() for s in text.split(".") if len(s.strip()) > 20):
+            assert sentence not in seen
