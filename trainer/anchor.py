@@ -2,7 +2,8 @@
 
 Preference learning moves the adapter on chat answers; a little of that move leaks into how
 the model continues ordinary text, which the gate sees as probe perplexity creeping up version
-after version (README, "Learning benchmarks": 1.11-1.14× at v8 for three preferences). The
+after version (README, "Learning benchmarks": served versions up to 1.10-1.14× for four
+preferences without it). The
 anchor is a regulariser in the spirit of InstructGPT's pretraining mix: on a few paragraphs of
 everyday English, the full-vocabulary KL(base ‖ policy) per token, added to every step's loss
 with weight ``anchor_coef``. Its minimum is the base model's own distribution, so it cannot be
