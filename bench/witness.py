@@ -14,7 +14,8 @@ import math
 from typing import Any
 
 import torch
-import torch.nn.functional as F
+
+from trainer.gate import text_nll
 
 WITNESS_TEXTS: tuple[str, ...] = (
     '"Are you coming to the meeting tomorrow?" asked Tom. "I think so," said Priya, "but I '
@@ -40,7 +41,6 @@ def witness_perplexity(model: Any, tokenizer: Any) -> float:
             ids_1_T = torch.tensor(
                 [tokenizer(text, add_special_tokens=False)["input_ids"]], device=device
             )
-            logits_T_V = model(ids_1_T).logits[0, :-1].float()
-            total += float(F.cross_entropy(logits_T_V, ids_1_T[0, 1:], reduction="sum"))
-            count += ids_1_T.shape[1] - 1
+            nll, tokens = text_nll(model, ids_1_T)
+            total, count = total + nll, count + tokens
     return math.exp(total / count)

@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from trainer.batch import collate
+
 ANCHOR_TEXTS: tuple[str, ...] = (
     "When the rain stopped, the farmer walked out to the far field to see how much of the "
     "barley had been flattened. Most of it was still standing. He checked the ditch along the "
@@ -47,12 +49,28 @@ ANCHOR_TEXTS: tuple[str, ...] = (
 )
 
 
-@functools.lru_cache(maxsize=4)
 def anchor_token_ids(model_dir: str) -> tuple[tuple[int, ...], ...]:
-    """The anchor paragraphs in the base model's tokens, one tuple per paragraph."""
+    """The anchor paragraphs in the base model's tokens, one tuple per paragraph.
+
+    Tokenized once per model folder and tokenizer file version: a folder whose tokenizer is
+    replaced in place (a new base model under the same path) is tokenized again.
+    """
+    return _tokenized(str(Path(model_dir)), _tokenizer_stamp(Path(model_dir)))
+
+
+def _tokenizer_stamp(model_dir: Path) -> tuple[tuple[str, int, int], ...]:
+    """(name, size, mtime) of the folder's tokenizer files: the cache key's version part."""
+    files = sorted(model_dir.glob("tokenizer*")) + sorted(model_dir.glob("*.model"))
+    return tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.is_file())
+
+
+@functools.lru_cache(maxsize=4)
+def _tokenized(
+    model_dir: str, stamp: tuple[tuple[str, int, int], ...]
+) -> tuple[tuple[int, ...], ...]:
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(Path(model_dir)))
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
     return tuple(
         tuple(tokenizer(text, add_special_tokens=False)["input_ids"]) for text in ANCHOR_TEXTS
     )
@@ -60,13 +78,8 @@ def anchor_token_ids(model_dir: str) -> tuple[tuple[int, ...], ...]:
 
 def anchor_batch(token_ids: tuple[tuple[int, ...], ...], pad_id: int) -> tuple[Tensor, Tensor]:
     """(input ids, attention mask), right-padded: the paragraphs as one batch."""
-    longest = max(len(ids) for ids in token_ids)
-    input_ids_B_T = torch.full((len(token_ids), longest), pad_id, dtype=torch.long)
-    mask_B_T = torch.zeros((len(token_ids), longest), dtype=torch.long)
-    for row, ids in enumerate(token_ids):
-        input_ids_B_T[row, : len(ids)] = torch.tensor(ids)
-        mask_B_T[row, : len(ids)] = 1
-    return input_ids_B_T, mask_B_T
+    batch = collate([[] for _ in token_ids], [list(ids) for ids in token_ids], pad_id=pad_id)
+    return batch.input_ids_B_T, batch.attention_mask_B_T
 
 
 def next_token_logprobs(model: torch.nn.Module, input_ids_B_T: Tensor, mask_B_T: Tensor) -> Tensor:

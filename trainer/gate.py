@@ -260,9 +260,16 @@ def probe_model(
     return candidate, base_figures
 
 
-def _perplexity(model: torch.nn.Module, text_1_T: torch.Tensor) -> float:
+def text_nll(model: torch.nn.Module, text_1_T: torch.Tensor) -> tuple[float, int]:
+    """The summed next-token negative log-likelihood of one text, and how many tokens it scores."""
     logits_T_V = model(text_1_T).logits[0, :-1].float()
-    return math.exp(float(F.cross_entropy(logits_T_V, text_1_T[0, 1:])))
+    total = float(F.cross_entropy(logits_T_V, text_1_T[0, 1:], reduction="sum"))
+    return total, text_1_T.shape[1] - 1
+
+
+def _perplexity(model: torch.nn.Module, text_1_T: torch.Tensor) -> float:
+    total, count = text_nll(model, text_1_T)
+    return math.exp(total / count)
 
 
 def probe_metrics(

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import pytest
 import torch
+import torch.nn.functional as F
+from transformers import AutoTokenizer
 
 from trainer.anchor import (
     ANCHOR_TEXTS,
@@ -27,8 +30,15 @@ def test_anchor_kl_is_zero_at_the_base_and_matches_the_definition() -> None:
     base = torch.log_softmax(torch.tensor([[2.0, 0.0, -1.0], [0.5, 0.5, 0.0]]), -1)
     policy = torch.log_softmax(torch.tensor([[0.0, 1.0, -3.0], [0.5, 0.5, 0.0]]), -1)
     assert float(anchor_kl(base, base)) == 0.0
-    by_hand = sum(float((base[i].exp() * (base[i] - policy[i])).sum()) for i in range(2)) / 2
-    assert float(anchor_kl(base, policy)) == pytest.approx(by_hand)
+    # torch's own KL(target ‖ input), averaged over the rows: an independent formula
+    by_torch = float(F.kl_div(policy, base, log_target=True, reduction="batchmean"))
+    assert float(anchor_kl(base, policy)) == pytest.approx(by_torch)
+    # and from the probabilities themselves: sum p log(p / q)
+    p, q = base.exp(), policy.exp()
+    by_hand = (
+        sum(sum(p[i, v] * math.log(p[i, v] / q[i, v]) for v in range(3)) for i in range(2)) / 2
+    )
+    assert float(anchor_kl(base, policy)) == pytest.approx(float(by_hand))
     assert float(anchor_kl(base, policy)) > 0.0
     assert float(anchor_kl(policy, base)) != pytest.approx(by_hand)  # direction matters
 
@@ -56,6 +66,28 @@ def test_every_real_next_token_is_scored_once(tiny_model_dir: Path) -> None:
         logp = next_token_logprobs(model, ids, mask)
     assert logp.shape[0] == sum(len(t) - 1 for t in token_ids)
     assert torch.allclose(logp.exp().sum(-1), torch.ones(logp.shape[0]), atol=1e-4)
+    # Row by row, in order: each paragraph alone, unpadded, gives the same distributions at
+    # the same positions, so no padded position is scored and no real one is shifted.
+    alone = []
+    with torch.no_grad():
+        for paragraph in token_ids:
+            one, one_mask = anchor_batch((paragraph,), pad_id=0)
+            alone.append(next_token_logprobs(model, one, one_mask))
+    assert torch.allclose(logp, torch.cat(alone), atol=1e-4)
+
+
+def test_the_anchor_tokens_follow_a_tokenizer_replaced_in_place(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, folder)
+    before = anchor_token_ids(str(folder))
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    tokenizer.add_tokens(["barley"])  # a word of the first paragraph becomes one new token
+    tokenizer.save_pretrained(str(folder))
+    after = anchor_token_ids(str(folder))
+    assert after != before
+    assert len(tokenizer) - 1 in after[0]
 
 
 def _anchor_drift(model_dir: Path, adapter_dir: Path) -> float:
@@ -95,6 +127,35 @@ def test_the_anchor_keeps_an_update_closer_to_the_base_on_everyday_text(
         drift[coef] = _anchor_drift(tiny_model_dir, tmp_path / f"a{coef}")
     assert drift[0.0] > 0.0
     assert drift[20.0] < drift[0.0]
+
+
+def test_the_anchor_measures_drift_from_the_base_not_from_the_starting_adapter(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """An update that starts from a trained adapter compares it with the base (adapter off):
+    its first step's anchor KL is the adapter's own drift, measured afresh, not 0."""
+    samples = _samples(tiny_model_dir)
+    start = tmp_path / "start"
+    for _ in run_update(
+        UpdateConfig(lr=3e-2, steps_per_batch=3, anchor_coef=0.0),
+        samples,
+        base_model_dir=tiny_model_dir,
+        init_adapter_dir=None,
+        out_adapter_dir=start,
+    ):
+        pass
+    drift = _anchor_drift(tiny_model_dir, start)
+    assert drift > 1e-4
+    steps = list(
+        run_update(
+            UpdateConfig(steps_per_batch=1, anchor_coef=1.0),
+            samples,
+            base_model_dir=tiny_model_dir,
+            init_adapter_dir=start,
+            out_adapter_dir=tmp_path / "next",
+        )
+    )[:-1]
+    assert steps[0]["anchor_kl"] == pytest.approx(drift, rel=1e-3)
 
 
 def test_a_negative_anchor_weight_is_refused() -> None:

@@ -32,6 +32,7 @@ COMPARED = (
     "loss",
     "pg_loss",
     "sft_loss",
+    "anchor_kl",
     "kl",
     "mean_advantage",
     "clip_fraction",
