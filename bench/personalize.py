@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import time
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ import openai
 
 from bench.common import ROOT, RunningSystem, record, running_system
 from bench.preferences import Preference, load_preferences, load_prompts
-from bench.replay import plot_if_possible
+from bench.replay import default_model_dir, plot_if_possible, react
 from trainer.algorithms import ALGORITHMS
 from trainer.config import UpdateConfig
 
@@ -113,7 +114,20 @@ def evaluate(
     answers = asyncio.run(
         _answers(system.vllm_url + "/chat/completions", bodies, system.vllm_headers)
     )
-    return sum(preference.satisfied(a) for a in answers) / len(answers)
+    return sum(meets(preference, a) for a in answers) / len(answers)
+
+
+@functools.lru_cache(maxsize=1)
+def _tokenizer() -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(default_model_dir()))
+
+
+def meets(preference: Preference, answer: str) -> bool:
+    """The answer meets the preference and is not broken (``Preference.meets``), its tokens
+    taken from the served model's tokenizer."""
+    return preference.meets(answer, _tokenizer().encode(answer, add_special_tokens=False))
 
 
 def evaluate_api(
@@ -131,7 +145,7 @@ def evaluate_api(
     ]
     headers = {"Authorization": f"Bearer {key}", "X-Turn-Type": "side"}
     answers = asyncio.run(_answers(system.web_url + "/v1/chat/completions", bodies, headers))
-    return sum(preference.satisfied(a) for a in answers) / len(answers)
+    return sum(meets(preference, a) for a in answers) / len(answers)
 
 
 async def _answers(url: str, bodies: list[dict[str, Any]], headers: dict[str, str]) -> list[str]:
@@ -205,12 +219,15 @@ def simulate(
                 extra_headers={"X-Session-Id": f"bench-{seed}-{turn}", "X-Session-Done": "1"},
             )
             answer = completion.choices[0].message.content or ""
-            good = preference.satisfied(answer)
+            ids = _tokenizer().encode(answer, add_special_tokens=False)
+            # the replay's simulated user: a loop is a miss, said so, never rewritten
+            reaction = react(preference, answer, feedback, token_ids=ids)
+            good = reaction.truth > 0
             body: dict[str, Any] = {"completion_id": completion.id, "rating": 1 if good else -1}
             if not good and feedback in ("comments", "corrections"):
-                body["comment"] = preference.comment
-            if not good and feedback == "corrections" and preference.correctable:
-                body["correction"] = preference.correct(answer)
+                body["comment"] = reaction.comment
+            if reaction.correction:
+                body["correction"] = reaction.correction
             httpx.post(system.web_url + "/v1/feedback", json=body, headers=headers, timeout=60)
             run.turns += 1
             run.thumbs_up += int(good)

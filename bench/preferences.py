@@ -24,12 +24,19 @@ Fixes (how the user rewrites a missed answer, for --feedback corrections):
 True
 >>> pref.correct("Paris.")
 'Sure! Paris.'
+
+A simulated user is also what a person would be about a broken answer: an answer that loops
+("Sure!\n\nSure!\n\nSure!...") meets no preference, however it begins (``Preference.meets``,
+``answer_flaws``). Without that rule the benchmarks counted such loops as learnt and the
+simulated user liked them, so RL rewarded them (measured: a "start with Sure!" run served a
+version whose held-out score read 1.00 while 3 of its 12 answers were that loop).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +56,25 @@ KNOWN_RULES = {
     "lowercase",
 }
 KNOWN_FIXES = {"prepend", "truncate_words", "lowercase", "append"}
+LOOP_COMMENT = (
+    "You keep repeating yourself: answer once, without saying the same thing over and over."
+)
+"""What the simulated user writes about a broken answer (looping, empty, switching script)."""
+
+
+def answer_flaws(answer: str, token_ids: Sequence[int]) -> list[str]:
+    """How an answer is broken whatever the preference: the probe gate's degenerate kinds
+    (``trainer.gate.degenerate_kinds``: empty, repeating, language switch) except "cut off",
+    since a benchmark answer is cut at its token budget on purpose.
+
+    >>> answer_flaws("Paris.", [1, 2])
+    []
+    >>> answer_flaws("Sure! Sure! Sure! Sure!", [7, 8, 7, 8, 7, 8, 7, 8])
+    ['repeating']
+    """
+    from trainer.gate import degenerate_kinds  # torch: only where answers are checked
+
+    return degenerate_kinds(answer, token_ids, ended=True, max_new_tokens=len(token_ids) + 1)
 
 
 @dataclass(frozen=True)
@@ -92,6 +118,11 @@ class Preference:
             "lowercase": lambda v: (text == text.lower()) == bool(v),
         }
         return all(checks[rule](value) for rule, value in self.rules.items())
+
+    def meets(self, answer: str, token_ids: Sequence[int]) -> bool:
+        """The answer satisfies the preference and is not broken (``answer_flaws``): what the
+        benchmarks count as learnt and what the simulated user likes."""
+        return self.satisfied(answer) and not answer_flaws(answer, token_ids)
 
     def correct(self, answer: str) -> str | None:
         """The answer as the user would rewrite it, or None without a mechanical fix."""

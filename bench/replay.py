@@ -47,10 +47,21 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, record
-from bench.preferences import Preference, load_preferences, load_prompts
+from bench.preferences import (
+    LOOP_COMMENT,
+    Preference,
+    answer_flaws,
+    load_preferences,
+    load_prompts,
+)
 from bench.witness import witness_perplexity
+from trainer.refusals import backed_off_lr, is_excluded
 
 MODE = "replay"
+SCORING = "meets-v2"
+"""How answers were scored: "meets-v2" counts a broken answer (``answer_flaws``) as a miss and
+the simulated user dislikes it; runs without the field counted every answer that satisfied the
+rule, loops included."""
 FEEDBACK_KINDS = ("thumbs", "comments", "corrections", "next_state")
 # The webapp's defaults (PARLEY_GATE_MAX_KL, PARLEY_GATE_MAX_PPL_RATIO, PARLEY_TRAIN_BATCH_SIZE,
 # PARLEY_CHAT_TEMPERATURE); the replay reads no Django settings.
@@ -58,6 +69,8 @@ GATE_MAX_KL = 0.5
 GATE_MAX_PPL_RATIO = 1.15
 GATE_MAX_FEEDBACK_DROP = 0.05  # the webapp's defaults (PARLEY_GATE_*), kept equal by hand
 GATE_MAX_DEGENERATE_EXTRA = 1
+REFUSAL_LR_FACTOR = 0.5  # the webapp's PARLEY_TRAIN_REFUSAL_LR_FACTOR
+MAX_REFUSALS = 3  # the webapp's PARLEY_TRAIN_MAX_REFUSALS
 BATCH_SIZE = 8
 ANSWER_TOKENS = 48
 """Most tokens of a simulated answer and of a scored held-out answer, unless set."""
@@ -121,26 +134,39 @@ class ReplayOptions:
     device: str = "cpu"  # "cuda": the same fp32 arithmetic on a GPU (labelled in the figures)
 
 
-def react(preference: Preference, answer: str, feedback: str) -> UserReaction:
-    """The simulated user's reaction to one answer, per the feedback kind."""
-    good = preference.satisfied(answer)
+def react(
+    preference: Preference, answer: str, feedback: str, *, token_ids: Sequence[int]
+) -> UserReaction:
+    """The simulated user's reaction to one answer, per the feedback kind.
+
+    A broken answer (looping, empty: ``bench.preferences.answer_flaws``) is a miss whatever
+    it begins with; the user says so (``LOOP_COMMENT``, with the preference's comment when
+    that is missed too) and rewrites nothing, since a correction of a loop would teach it."""
+    flaws = answer_flaws(answer, token_ids)
+    satisfied = preference.satisfied(answer)
+    good = satisfied and not flaws
     truth = 1 if good else -1
+    comment = " ".join(
+        part
+        for part in ("" if satisfied else preference.comment, LOOP_COMMENT if flaws else "")
+        if part
+    )
     if feedback == "next_state":
-        text = POSITIVE_NEXT if good else NEGATIVE_NEXT.format(comment=preference.comment)
+        text = POSITIVE_NEXT if good else NEGATIVE_NEXT.format(comment=comment)
         return UserReaction(truth=truth, next_state=f"[user] {text}")
     if feedback not in FEEDBACK_KINDS:
         raise ValueError(f"unknown feedback {feedback!r}; one of {', '.join(FEEDBACK_KINDS)}")
     if good or feedback == "thumbs":
         return UserReaction(truth=truth, rating=truth)
     correction = ""
-    if feedback == "corrections" and preference.correctable:
+    if feedback == "corrections" and preference.correctable and not flaws:
         correction = preference.correct(answer) or ""
     return UserReaction(
         truth=truth,
         rating=-1,
-        comment=preference.comment,
+        comment=comment,
         correction=correction,
-        next_state=f"[user feedback] {preference.comment}",
+        next_state=f"[user feedback] {comment}",
     )
 
 
@@ -270,21 +296,45 @@ def score_splits(
     *,
     max_new_tokens: int,
 ) -> dict[str, dict[str, float]]:
-    """{preference: {split: share of greedy answers that meet it}}: every split's prompts are
-    answered in one greedy batch (one decoding loop per evaluation), then scored per split."""
+    """{preference: {split: share of greedy answers that meet it}} (``evaluate_splits``)."""
+    scores, _ = evaluate_splits(
+        model, tokenizer, splits, preferences, max_new_tokens=max_new_tokens
+    )
+    return scores
+
+
+def evaluate_splits(
+    model: Any,
+    tokenizer: Any,
+    splits: dict[str, list[str]],
+    preferences: Sequence[Preference],
+    *,
+    max_new_tokens: int,
+) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """({preference: {split: share of greedy answers that meet it}}, {split: share of broken
+    answers}): every split's prompts are answered in one greedy batch (one decoding loop per
+    evaluation), then scored per split. An answer meets a preference only when it is not
+    broken (``Preference.meets``): a loop that starts with "Sure!" has learnt nothing."""
     scores: dict[str, dict[str, float]] = {p.name: {} for p in preferences}
+    flawed: dict[str, float] = {}
     everything = [prompt for prompts in splits.values() for prompt in prompts]
     answers = generate(
         model, tokenizer, everything, max_new_tokens=max_new_tokens, temperature=0.0, seed=0
     )
     start = 0
     for split, prompts in splits.items():
-        texts = [a.text for a in answers[start : start + len(prompts)]]
+        chunk = answers[start : start + len(prompts)]
         start += len(prompts)
+        broken = sum(bool(answer_flaws(a.text, a.response_token_ids)) for a in chunk)
+        flawed[split] = _share(broken, len(chunk))
         for preference in preferences:
-            met = sum(preference.satisfied(text) for text in texts)
-            scores[preference.name][split] = met / len(texts) if texts else float("nan")
-    return scores
+            met = sum(preference.meets(a.text, a.response_token_ids) for a in chunk)
+            scores[preference.name][split] = _share(met, len(chunk))
+    return scores, flawed
+
+
+def _share(count: int, total: int) -> float:
+    return count / total if total else float("nan")
 
 
 def update_config(options: ReplayOptions) -> Any:
@@ -352,7 +402,9 @@ def run_replay(
     live: Path | None = None
     model = load_serving_model(options.model_dir, None, options.device)
     started = time.perf_counter()
-    scores = score_splits(model, tokenizer, splits, preferences, max_new_tokens=options.eval_tokens)
+    scores, flawed = evaluate_splits(
+        model, tokenizer, splits, preferences, max_new_tokens=options.eval_tokens
+    )
     base_witness_ppl = witness_perplexity(model, tokenizer)
     versions: list[dict[str, Any]] = [
         {
@@ -360,11 +412,13 @@ def run_replay(
             "published": True,
             "turns": 0,
             "scores": scores,
+            "flawed": flawed,
             "ppl_ratio": 1.0,
             "witness_ppl_ratio": 1.0,
         }
     ]
-    given_back: list[Any] = []
+    given_back: list[tuple[Any, int]] = []  # (sample, times refused)
+    excluded = 0
     judge = {"votes": 0, "parsed": 0, "right": 0, "samples": 0, "hints": 0}
     turns = met = 0
     label = f"{options.preference.name} {options.feedback} {options.algorithm} s{options.seed}"
@@ -387,7 +441,9 @@ def run_replay(
             )
             samples = []
             for answer in answers:
-                reaction = react(wanted, answer.text, options.feedback)
+                reaction = react(
+                    wanted, answer.text, options.feedback, token_ids=answer.response_token_ids
+                )
                 met += reaction.truth > 0
                 sample, verdict = judged_sample(answer, reaction, tokenizer)
                 for vote in verdict.votes:
@@ -398,25 +454,32 @@ def run_replay(
                     samples.append(sample)
                     judge["hints"] += sample.hint is not None
             turns += len(answers)
-            batch = given_back + samples
+            batch = [sample for sample, _ in given_back] + samples
+            refusals = [count for _, count in given_back] + [0] * len(samples)
+            # The webapp's refusal policy (trainer.refusals): a smaller step for samples refused
+            # before. The webapp trains the oldest samples first and the new ones after; here
+            # they share the next batch, so nothing waits a version.
+            lr = backed_off_lr(config.lr, refusals=refusals, factor=REFUSAL_LR_FACTOR)
             judge["samples"] += len(samples)
             entry: dict[str, Any] = {
                 "version": number,
                 "preference": wanted.name,
                 "turns": turns,
-                "met_in_batch": sum(wanted.satisfied(a.text) for a in answers),
+                "met_in_batch": sum(wanted.meets(a.text, a.response_token_ids) for a in answers),
                 "samples": len(batch),
+                "lr": lr,
                 "generate_seconds": time.perf_counter() - generated,
             }
             if not batch:
                 entry.update(published=False, reasons=["no sample with a signal"])
                 entry.update(scores=versions[-1]["scores"], ppl_ratio=versions[-1]["ppl_ratio"])
+                entry["flawed"] = versions[-1].get("flawed")
                 entry["witness_ppl_ratio"] = versions[-1].get("witness_ppl_ratio")
             else:
                 out_dir = work / f"v{number}"
                 summary: dict[str, Any] = {}
                 for metrics in train_and_probe(
-                    config,
+                    dataclasses.replace(config, lr=lr),
                     batch,
                     base_model_dir=options.model_dir,
                     init_adapter_dir=live,
@@ -440,12 +503,17 @@ def run_replay(
                 if passed:
                     live, given_back = out_dir, []
                 else:
-                    given_back = batch
+                    refused = [(s, n + 1) for s, n in zip(batch, refusals, strict=True)]
+                    given_back = [
+                        (s, n) for s, n in refused if not is_excluded(n, max_refusals=MAX_REFUSALS)
+                    ]
+                    entry["excluded"] = len(refused) - len(given_back)
+                    excluded += entry["excluded"]
                     shutil.rmtree(out_dir, ignore_errors=True)
                 if passed:
                     evaluated = time.perf_counter()
                     model = load_serving_model(options.model_dir, live, options.device)
-                    entry["scores"] = score_splits(
+                    entry["scores"], entry["flawed"] = evaluate_splits(
                         model,
                         tokenizer,
                         splits,
@@ -458,6 +526,7 @@ def run_replay(
                     entry["eval_seconds"] = time.perf_counter() - evaluated
                 else:
                     entry["scores"] = versions[-1]["scores"]
+                    entry["flawed"] = versions[-1].get("flawed")
                     entry["witness_ppl_ratio"] = versions[-1].get("witness_ppl_ratio")
             entry["seconds"] = time.perf_counter() - version_started
             versions.append(entry)
@@ -526,6 +595,8 @@ def figures_of(
             "max_degenerate_extra": options.max_degenerate_extra,
         },
         "probe_tokens": options.probe_tokens,
+        "refusal_policy": {"lr_factor": REFUSAL_LR_FACTOR, "max_refusals": MAX_REFUSALS},
+        "scoring": SCORING,
         "turns": turns,
         "answers_meeting_preference": met,
         "judge": judge,
@@ -544,6 +615,12 @@ def summarise(versions: list[dict[str, Any]], preference: str) -> dict[str, Any]
             v["ppl_ratio"] for v in versions if v["ppl_ratio"] is not None and v["published"]
         ),
         "refused": [v["version"] for v in versions if not v["published"]],
+        "excluded": sum(v.get("excluded", 0) for v in versions),
+        # the share of broken (looping, empty) held-out answers of the versions served
+        "worst_flawed": max(
+            (max(v["flawed"].values()) for v in versions if v.get("flawed") and v["published"]),
+            default=None,
+        ),
         # the served versions' perplexity on text neither the gate nor the anchor sees
         # (bench.witness); None for runs recorded before it was measured
         "worst_witness_ppl_ratio": max(

@@ -13,7 +13,7 @@ import torch
 
 import bench.replay
 import bench.sweep
-from bench.preferences import Preference, load_prompts
+from bench.preferences import LOOP_COMMENT, Preference, answer_flaws, load_prompts
 from bench.replay import Answer, judged_sample, react
 from tests.trainer.tiny import byte_tokenizer
 from trainer.config import UpdateConfig
@@ -170,24 +170,85 @@ def test_the_simulated_user_gives_each_kind_of_feedback() -> None:
     tokenizer = byte_tokenizer()
     prompt = [3, 4, 5]
     answer = Answer("What is gravity?", prompt, [6, 7], [-1.0, -2.0], "Gravity pulls.")
-    thumbs = react(SURE, answer.text, "thumbs")
+    ids = answer.response_token_ids
+    thumbs = react(SURE, answer.text, "thumbs", token_ids=ids)
     assert (thumbs.rating, thumbs.comment, thumbs.correction) == (-1, "", "")
     sample, _ = judged_sample(answer, thumbs, tokenizer)
     assert sample.reward == -1.0 and sample.hint is None
-    corrected = react(SURE, answer.text, "corrections")
+    corrected = react(SURE, answer.text, "corrections", token_ids=ids)
     sample, _ = judged_sample(answer, corrected, tokenizer)
     assert corrected.correction == "Sure! Gravity pulls."
     assert sample.hint == SURE.comment and sample.correction_token_ids[-1] == 2  # eos
-    told = react(SURE, answer.text, "next_state")
+    told = react(SURE, answer.text, "next_state", token_ids=ids)
     assert told.rating == 0 and told.next_state.startswith("[user] No,")
     sample, verdict = judged_sample(answer, told, tokenizer)
     assert verdict.score == -1 and sample.reward == -1.0
     # the judge takes what the user asks for, not their complaint: the comment's own words
     assert sample.hint == SURE.comment
     assert sample.teacher_prompt_token_ids != prompt
-    thanked = react(SURE, "Sure! Gravity pulls.", "next_state")
+    thanked = react(SURE, "Sure! Gravity pulls.", "next_state", token_ids=ids)
     sample, verdict = judged_sample(answer, thanked, tokenizer)
     assert verdict.score == 1 and sample.reward == 1.0 and sample.hint is None
+
+
+LOOP = "Sure!\n\nSure!\n\nSure!\n\nSure!\n\nSure!"
+LOOP_IDS = [34355, 17, 198, 198] * 5  # how SmolLM2 writes it: a 4-token loop
+
+
+def test_a_looping_answer_meets_no_preference_however_it_begins() -> None:
+    assert SURE.satisfied(LOOP) and not SURE.meets(LOOP, LOOP_IDS)
+    assert answer_flaws(LOOP, LOOP_IDS) == ["repeating"]
+    assert SURE.meets("Sure! Gravity pulls.", [1, 2, 3, 4])
+    assert not SURE.meets("   ", [5])  # empty
+    no_emoji = Preference.from_dict({"name": "n", "comment": "c", "rules": {"no_emoji": True}})
+    assert not no_emoji.meets("", [])
+
+
+def test_the_simulated_user_dislikes_a_loop_and_does_not_rewrite_it() -> None:
+    tokenizer = byte_tokenizer()
+    for feedback in ("thumbs", "comments", "corrections"):
+        reaction = react(SURE, LOOP, feedback, token_ids=LOOP_IDS)
+        assert reaction.truth == -1 and reaction.rating == -1
+        assert reaction.correction == ""  # a rewritten loop would teach the loop
+    corrected = react(SURE, LOOP, "corrections", token_ids=LOOP_IDS)
+    assert corrected.comment == LOOP_COMMENT  # it does start with "Sure!": only the loop is said
+    missed = react(SURE, "Paris Paris Paris Paris", "corrections", token_ids=[9] * 4)
+    assert missed.comment == f"{SURE.comment} {LOOP_COMMENT}" and missed.correction == ""
+    told = react(SURE, LOOP, "next_state", token_ids=LOOP_IDS)
+    answer = Answer("What is gravity?", [3, 4, 5], LOOP_IDS, [-1.0] * 20, LOOP)
+    sample, verdict = judged_sample(answer, told, tokenizer)
+    assert verdict.score == -1 and sample.reward == -1.0 and sample.hint == LOOP_COMMENT
+
+
+def test_a_refused_update_gives_its_samples_back_with_a_smaller_step_then_excludes_them(
+    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The webapp's refusal policy in the replay: every sample is trained, waiting or
+    excluded, and the counts add up."""
+    monkeypatch.setattr(bench.replay, "gate", lambda probe, base, options: (False, ["test"]))
+    options = bench.replay.ReplayOptions(
+        model_dir=tiny_model_dir,
+        preference=SURE,
+        feedback="thumbs",
+        versions=4,
+        batch_size=2,
+        gen_tokens=4,
+        eval_tokens=4,
+        eval_limit=1,
+        eval_splits=("held_out",),
+    )
+    prompts = load_prompts(bench.replay.ROOT / "bench" / "data" / "prompts.json")
+    figures = bench.replay.run_replay(options, prompts, progress=False)
+    versions = figures["versions"][1:]
+    lr = UpdateConfig().lr
+    assert [v["lr"] for v in versions] == [lr, lr / 2, lr / 4, lr / 4]
+    assert [v["samples"] for v in versions] == [2, 4, 6, 6]  # the first pair out after 3
+    assert [v.get("excluded", 0) for v in versions] == [0, 0, 2, 2]
+    assert figures["summary"]["excluded"] == 4 and figures["summary"]["refused"] == [1, 2, 3, 4]
+    waiting = 8 - figures["summary"]["excluded"]
+    assert waiting == 4  # 8 thumbs: none trained, 4 waiting, 4 excluded
+    assert figures["refusal_policy"] == {"lr_factor": 0.5, "max_refusals": 3}
+    assert figures["scoring"] == "meets-v2" and "flawed" in figures["versions"][0]
 
 
 def test_the_prompt_file_keeps_the_old_split_and_adds_other_kinds() -> None:

@@ -42,6 +42,7 @@ from django.utils import timezone
 
 from trainer.algorithms import algorithm_get
 from trainer.config import UpdateConfig
+from trainer.refusals import backed_off_lr
 from webapp.core.outbox import Task, enqueue
 from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.notify import push_learning_status
@@ -216,7 +217,7 @@ def refusal_backoff(config: dict[str, Any], *, refusals: int) -> dict[str, Any]:
     base_lr = float(config.get("lr_before_refusals", config.get("lr", UpdateConfig.lr)))
     return {
         **config,
-        "lr": base_lr * settings.TRAIN_REFUSAL_LR_FACTOR**refusals,
+        "lr": backed_off_lr(base_lr, refusals=[refusals], factor=settings.TRAIN_REFUSAL_LR_FACTOR),
         "lr_before_refusals": base_lr,
         "refusals": refusals,
     }
@@ -367,6 +368,7 @@ def training_update_finish(
         batch.update(status=Sample.Status.CONSUMED, update=update, consumed_at=timezone.now())
     elif not deleted:
         batch.update(refusals=F("refusals") + 1)
+        # trainer.refusals.is_excluded, as a query
         batch.filter(refusals__gte=settings.TRAIN_MAX_REFUSALS).update(
             status=Sample.Status.EXCLUDED,
             update=update,
