@@ -37,6 +37,7 @@ from bench.preferences import Preference, load_preferences, load_prompts
 from bench.replay import (
     FEEDBACK_KINDS,
     MODE,
+    SCORING,
     ReplayOptions,
     add_common_arguments,
     base_options,
@@ -80,8 +81,11 @@ def settings_label(settings: dict[str, Any]) -> str:
 
 
 def run_label(figures: dict[str, Any]) -> str:
-    """The settings a run changed from the defaults (its overrides, then the replay's own)."""
-    return settings_label({**(figures.get("overrides") or {}), **replay_settings(figures)})
+    """The settings a run changed from the defaults (its overrides, then the replay's own);
+    a run scored before broken answers counted as misses says so, so it never shares a row
+    with one scored after."""
+    label = settings_label({**(figures.get("overrides") or {}), **replay_settings(figures)})
+    return label if figures.get("scoring") == SCORING else f"{label} (loops counted)"
 
 
 def load_runs(paths: Sequence[Path]) -> list[dict[str, Any]]:
@@ -148,6 +152,9 @@ def cell_row(
     witnessed = [summarise(r["versions"], name)["worst_witness_ppl_ratio"] for r in runs]
     row["worst witness ppl×"] = [value for value in witnessed if value is not None]
     row["refused"] = [len(r["summary"]["refused"]) for r in runs]
+    row["excluded"] = [summarise(r["versions"], name)["excluded"] for r in runs]
+    broken = [summarise(r["versions"], name)["worst_flawed"] for r in runs]
+    row["worst broken"] = [value for value in broken if value is not None]
     row["s/version"] = [r["seconds_per_version"] for r in runs]
     return row
 
@@ -162,7 +169,9 @@ def markdown(rows: list[dict[str, Any]], columns: list[str]) -> str:
             values = row.get(column, [])
             if column in ("worst ppl×", "worst witness ppl×"):
                 cells.append(f"{max(values):.3f}" if values else "—")
-            elif column == "refused":
+            elif column == "worst broken":
+                cells.append(f"{max(values):.2f}" if values else "—")
+            elif column in ("refused", "excluded"):
                 cells.append(str(sum(values)))
             elif column == "judge right/parsed/votes":
                 judge = row["judge"]
@@ -341,7 +350,8 @@ def write_table(
     """Print the table, write it as markdown and JSON, record it; then the optional plots."""
     columns = [f"{s}@0" for s in splits]
     columns += [f"{s}@{n}" for n in args.report_at for s in splits]
-    columns += ["worst ppl×", "worst witness ppl×", "refused", "judge right/parsed/votes"]
+    columns += ["worst ppl×", "worst witness ppl×", "worst broken", "refused", "excluded"]
+    columns += ["judge right/parsed/votes"]
     columns += ["s/version"]
     table = markdown(rows, columns)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())

@@ -346,12 +346,34 @@ def test_a_tighter_perplexity_gate_is_a_grid_setting_named_in_the_file_and_the_t
         "batch_size": bench.replay.BATCH_SIZE,
         "overrides": {},
         "gate": {"max_kl": 0.5, "max_ppl_ratio": 1.1, "max_degenerate_extra": 1},
+        "scoring": bench.replay.SCORING,
     }
     path = bench.replay.write_figures(figures, tmp_path, record_line=False)
     assert path.name == "replay-all-lowercase-corrections-combined-s2-gateppl1.1.json"
     assert bench.sweep.run_label(figures) == "gate_max_ppl_ratio=1.1"
     at_default = {**figures, "gate": {**figures["gate"], "max_ppl_ratio": 1.15}}
     assert bench.sweep.run_label(at_default) == "defaults"
+
+
+def test_runs_scored_before_loops_counted_as_misses_never_share_a_row() -> None:
+    versions = [
+        {"version": 0, "published": True, "ppl_ratio": 1.0, "scores": {"p": {"held_out": 0.0}}},
+        {"version": 1, "published": True, "ppl_ratio": 1.0, "scores": {"p": {"held_out": 1.0}}},
+    ]
+    old = {"preference": "p", "feedback": "corrections", "algorithm": "combined", "seed": 0}
+    old |= {"overrides": {}, "versions": versions, "judge": {"right": 0, "parsed": 0, "votes": 0}}
+    old |= {"summary": bench.replay.summarise(versions, "p"), "seconds_per_version": 1.0}
+    flawed = [{**v, "flawed": {"held_out": 0.25 * v["version"]}} for v in versions]
+    new = {**old, "scoring": bench.replay.SCORING, "versions": flawed}
+    assert bench.sweep.run_label(old) == "defaults (loops counted)"
+    assert bench.sweep.run_label(new) == "defaults"
+    for run in (old, new):
+        run["settings_label"] = bench.sweep.run_label(run)
+    rows = bench.sweep.collect([old, new], ["held_out"], [1])
+    assert [r["settings"] for r in rows] == ["defaults", "defaults (loops counted)"]
+    table = bench.sweep.markdown(rows, ["held_out@1", "worst broken", "excluded"])
+    assert table.splitlines()[-2].endswith("| 1.00 | 0.25 | 0 |")
+    assert table.splitlines()[-1].endswith("| 1.00 | — | 0 |")  # not measured then
 
 
 def test_a_table_says_when_only_some_seeds_reached_a_version() -> None:
