@@ -35,8 +35,8 @@ import httpx
 import openai
 
 from bench.common import ROOT, RunningSystem, record, running_system
-from bench.preferences import Preference, load_preferences, load_prompts
-from bench.replay import default_model_dir, plot_if_possible, react
+from bench.preferences import Preference, answer_flaws, load_preferences, load_prompts
+from bench.replay import SCORING, default_model_dir, plot_if_possible, react
 from trainer.algorithms import ALGORITHMS
 from trainer.config import UpdateConfig
 
@@ -50,6 +50,7 @@ class VersionScore:
     seconds: float
     own_via_api: float | None = None  # the learner asking model="parley" through /v1
     control_via_api: float | None = None  # the control user (no feedback), the same prompts
+    broken: list[str] = field(default_factory=list)  # held-out answers that loop (first 120 chars)
 
 
 @dataclass
@@ -97,8 +98,9 @@ def _ppl_ratio(system: RunningSystem, number: int) -> float | None:
 
 def evaluate(
     system: RunningSystem, preference: Preference, prompts: list[str], number: int, max_tokens: int
-) -> float:
-    """Share of held-out prompts whose greedy answer satisfies the preference."""
+) -> tuple[float, list[str]]:
+    """(share of held-out prompts whose greedy answer meets the preference, the start of each
+    broken answer: looping or empty ones, which meet no preference)."""
     model = "base" if number == 0 else f"parley-v{number}"
     bodies = [
         {
@@ -114,7 +116,8 @@ def evaluate(
     answers = asyncio.run(
         _answers(system.vllm_url + "/chat/completions", bodies, system.vllm_headers)
     )
-    return sum(meets(preference, a) for a in answers) / len(answers)
+    broken = [a[:120] for a in answers if answer_flaws(a, _ids(a))]
+    return sum(meets(preference, a) for a in answers) / len(answers), broken
 
 
 @functools.lru_cache(maxsize=1)
@@ -127,7 +130,11 @@ def _tokenizer() -> Any:
 def meets(preference: Preference, answer: str) -> bool:
     """The answer meets the preference and is not broken (``Preference.meets``), its tokens
     taken from the served model's tokenizer."""
-    return preference.meets(answer, _tokenizer().encode(answer, add_special_tokens=False))
+    return preference.meets(answer, _ids(answer))
+
+
+def _ids(answer: str) -> list[int]:
+    return _tokenizer().encode(answer, add_special_tokens=False)
 
 
 def evaluate_api(
@@ -200,8 +207,8 @@ def simulate(
     def _via_api(_: int) -> tuple[float, float | None]:
         return _api_scores(system, preference, prompts["held_out"], eval_tokens, control_key)
 
-    score = evaluate(system, preference, prompts["held_out"], 0, eval_tokens)
-    run.versions.append(VersionScore(0, 0, score, 1.0, 0.0, *_via_api(0)))
+    score, broken = evaluate(system, preference, prompts["held_out"], 0, eval_tokens)
+    run.versions.append(VersionScore(0, 0, score, 1.0, 0.0, *_via_api(0), broken=broken))
     seen = 0
     bar = tqdm(total=versions, desc=f"{preference.name} ({algorithm}, {feedback})", unit="version")
     turn = 0
@@ -219,9 +226,8 @@ def simulate(
                 extra_headers={"X-Session-Id": f"bench-{seed}-{turn}", "X-Session-Done": "1"},
             )
             answer = completion.choices[0].message.content or ""
-            ids = _tokenizer().encode(answer, add_special_tokens=False)
             # the replay's simulated user: a loop is a miss, said so, never rewritten
-            reaction = react(preference, answer, feedback, token_ids=ids)
+            reaction = react(preference, answer, feedback, token_ids=_ids(answer))
             good = reaction.truth > 0
             body: dict[str, Any] = {"completion_id": completion.id, "rating": 1 if good else -1}
             if not good and feedback in ("comments", "corrections"):
@@ -250,7 +256,7 @@ def simulate(
             continue
         live = newest
         seen = live
-        score = evaluate(system, preference, prompts["held_out"], live, eval_tokens)
+        score, broken = evaluate(system, preference, prompts["held_out"], live, eval_tokens)
         run.versions.append(
             VersionScore(
                 live,
@@ -259,6 +265,7 @@ def simulate(
                 _ppl_ratio(system, live),
                 time.monotonic() - started,
                 *_via_api(live),
+                broken=broken,
             )
         )
         bar.update(1)
@@ -415,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         "lr": args.lr or f"default ({UpdateConfig().lr:g})",
         "steps_per_update": args.steps or "default (2)",
         "batch_size": args.batch_size,
+        "scoring": SCORING,
     }
     record("personalize", result)  # the figures first: the plot needs a test-only package
     (out_dir / f"{stem}.json").write_text(json.dumps(result, indent=2))

@@ -71,6 +71,7 @@ GATE_MAX_FEEDBACK_DROP = 0.05  # the webapp's defaults (PARLEY_GATE_*), kept equ
 GATE_MAX_DEGENERATE_EXTRA = 1
 REFUSAL_LR_FACTOR = 0.5  # the webapp's PARLEY_TRAIN_REFUSAL_LR_FACTOR
 MAX_REFUSALS = 3  # the webapp's PARLEY_TRAIN_MAX_REFUSALS
+BROKEN_EXAMPLES = 4  # broken held-out answers quoted per evaluation, so a figure can be checked
 BATCH_SIZE = 8
 ANSWER_TOKENS = 48
 """Most tokens of a simulated answer and of a scored held-out answer, unless set."""
@@ -297,7 +298,7 @@ def score_splits(
     max_new_tokens: int,
 ) -> dict[str, dict[str, float]]:
     """{preference: {split: share of greedy answers that meet it}} (``evaluate_splits``)."""
-    scores, _ = evaluate_splits(
+    scores, _, _ = evaluate_splits(
         model, tokenizer, splits, preferences, max_new_tokens=max_new_tokens
     )
     return scores
@@ -310,13 +311,15 @@ def evaluate_splits(
     preferences: Sequence[Preference],
     *,
     max_new_tokens: int,
-) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+) -> tuple[dict[str, dict[str, float]], dict[str, float], list[str]]:
     """({preference: {split: share of greedy answers that meet it}}, {split: share of broken
-    answers}): every split's prompts are answered in one greedy batch (one decoding loop per
-    evaluation), then scored per split. An answer meets a preference only when it is not
-    broken (``Preference.meets``): a loop that starts with "Sure!" has learnt nothing."""
+    answers}, the start of the first few broken answers): every split's prompts are answered
+    in one greedy batch (one decoding loop per evaluation), then scored per split. An answer
+    meets a preference only when it is not broken (``Preference.meets``): a loop that starts
+    with "Sure!" has learnt nothing."""
     scores: dict[str, dict[str, float]] = {p.name: {} for p in preferences}
     flawed: dict[str, float] = {}
+    examples: list[str] = []
     everything = [prompt for prompts in splits.values() for prompt in prompts]
     answers = generate(
         model, tokenizer, everything, max_new_tokens=max_new_tokens, temperature=0.0, seed=0
@@ -325,12 +328,13 @@ def evaluate_splits(
     for split, prompts in splits.items():
         chunk = answers[start : start + len(prompts)]
         start += len(prompts)
-        broken = sum(bool(answer_flaws(a.text, a.response_token_ids)) for a in chunk)
-        flawed[split] = _share(broken, len(chunk))
+        broken = [a.text for a in chunk if answer_flaws(a.text, a.response_token_ids)]
+        flawed[split] = _share(len(broken), len(chunk))
+        examples += [text[:100] for text in broken][: max(0, BROKEN_EXAMPLES - len(examples))]
         for preference in preferences:
             met = sum(preference.meets(a.text, a.response_token_ids) for a in chunk)
             scores[preference.name][split] = _share(met, len(chunk))
-    return scores, flawed
+    return scores, flawed, examples
 
 
 def _share(count: int, total: int) -> float:
@@ -402,7 +406,7 @@ def run_replay(
     live: Path | None = None
     model = load_serving_model(options.model_dir, None, options.device)
     started = time.perf_counter()
-    scores, flawed = evaluate_splits(
+    scores, flawed, broken = evaluate_splits(
         model, tokenizer, splits, preferences, max_new_tokens=options.eval_tokens
     )
     base_witness_ppl = witness_perplexity(model, tokenizer)
@@ -413,6 +417,7 @@ def run_replay(
             "turns": 0,
             "scores": scores,
             "flawed": flawed,
+            "broken_examples": broken,
             "ppl_ratio": 1.0,
             "witness_ppl_ratio": 1.0,
         }
@@ -513,7 +518,7 @@ def run_replay(
                 if passed:
                     evaluated = time.perf_counter()
                     model = load_serving_model(options.model_dir, live, options.device)
-                    entry["scores"], entry["flawed"] = evaluate_splits(
+                    entry["scores"], entry["flawed"], entry["broken_examples"] = evaluate_splits(
                         model,
                         tokenizer,
                         splits,

@@ -319,6 +319,7 @@ def test_answers_of_another_length_are_named_in_the_file_and_the_table(tmp_path:
         "overrides": {},
         "gen_tokens": 128,
         "eval_tokens": 128,
+        "scoring": bench.replay.SCORING,
     }
     path = bench.replay.write_figures(figures, tmp_path, record_line=False)
     assert path.name == "replay-ends-with-question-corrections-combined-s0-gen128-eval128.json"
