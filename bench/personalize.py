@@ -36,7 +36,7 @@ import openai
 
 from bench.common import ROOT, RunningSystem, record, running_system
 from bench.preferences import Preference, answer_flaws, load_preferences, load_prompts
-from bench.replay import SCORING, default_model_dir, plot_if_possible, react
+from bench.replay import BROKEN_EXAMPLES, SCORING, default_model_dir, plot_if_possible, react
 from trainer.algorithms import ALGORITHMS
 from trainer.config import UpdateConfig
 
@@ -50,7 +50,7 @@ class VersionScore:
     seconds: float
     own_via_api: float | None = None  # the learner asking model="parley" through /v1
     control_via_api: float | None = None  # the control user (no feedback), the same prompts
-    broken: list[str] = field(default_factory=list)  # held-out answers that loop (first 120 chars)
+    broken: list[str] = field(default_factory=list)  # broken held-out answers (their start)
 
 
 @dataclass
@@ -116,25 +116,24 @@ def evaluate(
     answers = asyncio.run(
         _answers(system.vllm_url + "/chat/completions", bodies, system.vllm_headers)
     )
-    broken = [a[:120] for a in answers if answer_flaws(a, _ids(a))]
-    return sum(meets(preference, a) for a in answers) / len(answers), broken
+    ids = [_ids(system, a) for a in answers]
+    broken = [a[:100] for a, i in zip(answers, ids, strict=True) if answer_flaws(a, i)]
+    met = sum(preference.meets(a, i) for a, i in zip(answers, ids, strict=True))
+    return met / len(answers), broken[:BROKEN_EXAMPLES]
 
 
-@functools.lru_cache(maxsize=1)
-def _tokenizer() -> Any:
+@functools.lru_cache(maxsize=4)
+def _tokenizer(model_dir: Path) -> Any:
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(str(default_model_dir()))
+    return AutoTokenizer.from_pretrained(str(model_dir))
 
 
-def meets(preference: Preference, answer: str) -> bool:
-    """The answer meets the preference and is not broken (``Preference.meets``), its tokens
-    taken from the served model's tokenizer."""
-    return preference.meets(answer, _ids(answer))
-
-
-def _ids(answer: str) -> list[int]:
-    return _tokenizer().encode(answer, add_special_tokens=False)
+def _ids(system: RunningSystem, answer: str) -> list[int]:
+    """The answer's tokens under the served base model's tokenizer (the text re-encoded: the
+    loop check needs the n-grams, not the exact ids vLLM sampled)."""
+    tokenizer = _tokenizer(default_model_dir(system.env))
+    return tokenizer.encode(answer, add_special_tokens=False)
 
 
 def evaluate_api(
@@ -152,7 +151,7 @@ def evaluate_api(
     ]
     headers = {"Authorization": f"Bearer {key}", "X-Turn-Type": "side"}
     answers = asyncio.run(_answers(system.web_url + "/v1/chat/completions", bodies, headers))
-    return sum(meets(preference, a) for a in answers) / len(answers)
+    return sum(preference.meets(a, _ids(system, a)) for a in answers) / len(answers)
 
 
 async def _answers(url: str, bodies: list[dict[str, Any]], headers: dict[str, str]) -> list[str]:
@@ -227,7 +226,7 @@ def simulate(
             )
             answer = completion.choices[0].message.content or ""
             # the replay's simulated user: a loop is a miss, said so, never rewritten
-            reaction = react(preference, answer, feedback, token_ids=_ids(answer))
+            reaction = react(preference, answer, feedback, token_ids=_ids(system, answer))
             good = reaction.truth > 0
             body: dict[str, Any] = {"completion_id": completion.id, "rating": 1 if good else -1}
             if not good and feedback in ("comments", "corrections"):

@@ -59,7 +59,23 @@ KNOWN_FIXES = {"prepend", "truncate_words", "lowercase", "append"}
 LOOP_COMMENT = (
     "You keep repeating yourself: answer once, without saying the same thing over and over."
 )
-"""What the simulated user writes about a broken answer (looping, empty, switching script)."""
+FLAW_COMMENTS = {
+    "repeating": LOOP_COMMENT,
+    "empty": "You did not answer anything. Please answer the question.",
+    "language_switch": "Please answer in one language; don't switch halfway.",
+}
+"""What the simulated user writes about each way an answer is broken (``answer_flaws``)."""
+
+
+def flaw_comment(flaws: Sequence[str]) -> str:
+    """The user's words about a broken answer, one sentence per flaw.
+
+    >>> flaw_comment(["repeating"]) == LOOP_COMMENT
+    True
+    >>> flaw_comment([])
+    ''
+    """
+    return " ".join(FLAW_COMMENTS[kind] for kind in flaws)
 
 
 def answer_flaws(answer: str, token_ids: Sequence[int]) -> list[str]:
@@ -74,6 +90,7 @@ def answer_flaws(answer: str, token_ids: Sequence[int]) -> list[str]:
     """
     from trainer.gate import degenerate_kinds  # torch: only where answers are checked
 
+    # ended=True: a benchmark answer's cut-off is by design, not a flaw
     return degenerate_kinds(answer, token_ids, ended=True, max_new_tokens=len(token_ids) + 1)
 
 

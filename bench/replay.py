@@ -17,8 +17,10 @@ Each batch becomes ``trainer.batch.Sample``s as ``webapp/learning/workflows/trai
 builds them, is trained with ``trainer.pipeline.train_and_probe`` under ``UpdateConfig``'s
 defaults and gated by ``trainer.gate.gate_decision`` with the webapp's default thresholds. A
 published candidate is the next update's starting adapter; a refused one gives its samples
-back to the next batch. After each update the held-out splits are answered greedily and scored
-by the preference's checker; the probe perplexity ratio to the base comes from the gate.
+back to the next batch, under the webapp's refusal policy (``trainer.refusals``: a smaller step
+per refusal, excluded after ``MAX_REFUSALS``). After each update the held-out splits are
+answered greedily and scored by the preference's checker, a broken answer (looping, empty)
+counting as a miss; the probe perplexity ratio to the base comes from the gate.
 
     python -m bench.replay --name starts-with-sure --feedback corrections --versions 8 --seeds 0 1
 
@@ -41,21 +43,21 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, record
 from bench.preferences import (
-    LOOP_COMMENT,
     Preference,
     answer_flaws,
+    flaw_comment,
     load_preferences,
     load_prompts,
 )
 from bench.witness import witness_perplexity
-from trainer.refusals import backed_off_lr, is_excluded
+from trainer.refusals import MAX_REFUSALS, REFUSAL_LR_FACTOR, backed_off_lr, is_excluded
 
 MODE = "replay"
 SCORING = "meets-v2"
@@ -69,8 +71,6 @@ GATE_MAX_KL = 0.5
 GATE_MAX_PPL_RATIO = 1.15
 GATE_MAX_FEEDBACK_DROP = 0.05  # the webapp's defaults (PARLEY_GATE_*), kept equal by hand
 GATE_MAX_DEGENERATE_EXTRA = 1
-REFUSAL_LR_FACTOR = 0.5  # the webapp's PARLEY_TRAIN_REFUSAL_LR_FACTOR
-MAX_REFUSALS = 3  # the webapp's PARLEY_TRAIN_MAX_REFUSALS
 BROKEN_EXAMPLES = 4  # broken held-out answers quoted per evaluation, so a figure can be checked
 BATCH_SIZE = 8
 ANSWER_TOKENS = 48
@@ -81,11 +81,13 @@ NEGATIVE_NEXT = "No, that's not what I asked for. {comment}"
 POSITIVE_NEXT = "Thanks, perfect!"
 
 
-def default_model_dir() -> Path:
-    base = os.environ.get("PARLEY_BASE_MODEL")
+def default_model_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The base model folder a system with this environment serves (default: this process's)."""
+    env = os.environ if env is None else env
+    base = env.get("PARLEY_BASE_MODEL")
     if base:
         return Path(base).expanduser()
-    models = Path(os.environ.get("PARLEY_MODELS_DIR", ROOT / "var" / "models"))
+    models = Path(env.get("PARLEY_MODELS_DIR", ROOT / "var" / "models"))
     return models / "SmolLM2-135M-Instruct"
 
 
@@ -141,17 +143,16 @@ def react(
     """The simulated user's reaction to one answer, per the feedback kind.
 
     A broken answer (looping, empty: ``bench.preferences.answer_flaws``) is a miss whatever
-    it begins with; the user says so (``LOOP_COMMENT``, with the preference's comment when
+    it begins with; the user says so (``flaw_comment``, after the preference's comment when
     that is missed too) and rewrites nothing, since a correction of a loop would teach it."""
     flaws = answer_flaws(answer, token_ids)
     satisfied = preference.satisfied(answer)
     good = satisfied and not flaws
     truth = 1 if good else -1
-    comment = " ".join(
-        part
-        for part in ("" if satisfied else preference.comment, LOOP_COMMENT if flaws else "")
-        if part
-    )
+    said = [] if satisfied else [preference.comment]
+    if flaws:
+        said.append(flaw_comment(flaws))
+    comment = " ".join(said)
     if feedback == "next_state":
         text = POSITIVE_NEXT if good else NEGATIVE_NEXT.format(comment=comment)
         return UserReaction(truth=truth, next_state=f"[user] {text}")
@@ -423,7 +424,6 @@ def run_replay(
         }
     ]
     given_back: list[tuple[Any, int]] = []  # (sample, times refused)
-    excluded = 0
     judge = {"votes": 0, "parsed": 0, "right": 0, "samples": 0, "hints": 0}
     turns = met = 0
     label = f"{options.preference.name} {options.feedback} {options.algorithm} s{options.seed}"
@@ -513,7 +513,6 @@ def run_replay(
                         (s, n) for s, n in refused if not is_excluded(n, max_refusals=MAX_REFUSALS)
                     ]
                     entry["excluded"] = len(refused) - len(given_back)
-                    excluded += entry["excluded"]
                     shutil.rmtree(out_dir, ignore_errors=True)
                 if passed:
                     evaluated = time.perf_counter()
@@ -533,6 +532,7 @@ def run_replay(
                     entry["scores"] = versions[-1]["scores"]
                     entry["flawed"] = versions[-1].get("flawed")
                     entry["witness_ppl_ratio"] = versions[-1].get("witness_ppl_ratio")
+            entry["waiting"] = len(given_back)
             entry["seconds"] = time.perf_counter() - version_started
             versions.append(entry)
             bar.update(1)
@@ -620,6 +620,9 @@ def summarise(versions: list[dict[str, Any]], preference: str) -> dict[str, Any]
             v["ppl_ratio"] for v in versions if v["ppl_ratio"] is not None and v["published"]
         ),
         "refused": [v["version"] for v in versions if not v["published"]],
+        # every sample with a signal is trained (by a published version), waiting, or excluded
+        "trained": sum(v.get("samples", 0) for v in versions[1:] if v["published"]),
+        "waiting": versions[-1].get("waiting", 0),
         "excluded": sum(v.get("excluded", 0) for v in versions),
         # the share of broken (looping, empty) held-out answers of the versions served
         "worst_flawed": max(

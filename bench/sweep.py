@@ -76,6 +76,11 @@ def parse_grid(items: Sequence[str]) -> list[dict[str, Any]]:
     ] or [{}]
 
 
+OLD_SCORING = " (loops counted)"
+"""The mark of a run scored before ``SCORING``: a loop that met the rule counted as learnt,
+and it retried refused samples forever at the full rate (no refusal policy)."""
+
+
 def settings_label(settings: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in settings.items()) or "defaults"
 
@@ -84,8 +89,16 @@ def run_label(figures: dict[str, Any]) -> str:
     """The settings a run changed from the defaults (its overrides, then the replay's own);
     a run scored before broken answers counted as misses says so, so it never shares a row
     with one scored after."""
-    label = settings_label({**(figures.get("overrides") or {}), **replay_settings(figures)})
-    return label if figures.get("scoring") == SCORING else f"{label} (loops counted)"
+    label = figures.get("settings_label") or settings_label(
+        {**(figures.get("overrides") or {}), **replay_settings(figures)}
+    )
+    return scored_label(label, figures)
+
+
+def scored_label(label: str, figures: dict[str, Any]) -> str:
+    """The label, marked when the run was scored before broken answers counted as misses."""
+    old = figures.get("scoring") != SCORING and not label.endswith(OLD_SCORING)
+    return f"{label}{OLD_SCORING}" if old else label
 
 
 def load_runs(paths: Sequence[Path]) -> list[dict[str, Any]]:
@@ -94,9 +107,12 @@ def load_runs(paths: Sequence[Path]) -> list[dict[str, Any]]:
     runs = []
     for path in paths:
         figures = json.loads(path.read_text())
+        if not isinstance(figures, dict):  # a sweep's own table (a list of rows)
+            continue
         if figures.get("mode") != MODE or figures.get("second_preference"):
             continue
-        figures.setdefault("settings_label", run_label(figures))
+        # a label stored by an older sweep lacks the scoring mark: run_label adds it
+        figures["settings_label"] = run_label(figures)
         runs.append(figures)
     return runs
 
@@ -152,7 +168,10 @@ def cell_row(
     witnessed = [summarise(r["versions"], name)["worst_witness_ppl_ratio"] for r in runs]
     row["worst witness ppl×"] = [value for value in witnessed if value is not None]
     row["refused"] = [len(r["summary"]["refused"]) for r in runs]
-    row["excluded"] = [summarise(r["versions"], name)["excluded"] for r in runs]
+    # runs from before the refusal policy retried forever at the full rate: no figure
+    row["excluded"] = [
+        summarise(r["versions"], name)["excluded"] for r in runs if r.get("refusal_policy")
+    ]
     broken = [summarise(r["versions"], name)["worst_flawed"] for r in runs]
     row["worst broken"] = [value for value in broken if value is not None]
     row["s/version"] = [r["seconds_per_version"] for r in runs]
@@ -171,7 +190,9 @@ def markdown(rows: list[dict[str, Any]], columns: list[str]) -> str:
                 cells.append(f"{max(values):.3f}" if values else "—")
             elif column == "worst broken":
                 cells.append(f"{max(values):.2f}" if values else "—")
-            elif column in ("refused", "excluded"):
+            elif column == "excluded":
+                cells.append(str(sum(values)) if values else "—")
+            elif column == "refused":
                 cells.append(str(sum(values)))
             elif column == "judge right/parsed/votes":
                 judge = row["judge"]

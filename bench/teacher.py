@@ -64,8 +64,11 @@ def compliance(
     )
     return {
         "prompts": len(prompts),
-        "plain": sum(preference.satisfied(a.text) for a in plain) / len(prompts),
-        "hinted": sum(preference.satisfied(a.text) for a in taught) / len(prompts),
+        # a hinted loop ("Sure!\n\nSure!...") does not follow the hint: it is what refinement
+        # would imitate
+        "plain": sum(preference.meets(a.text, a.response_token_ids) for a in plain) / len(prompts),
+        "hinted": sum(preference.meets(a.text, a.response_token_ids) for a in taught)
+        / len(prompts),
         "examples": [a.text for a in taught[:2]],
     }
 

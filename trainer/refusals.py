@@ -5,13 +5,20 @@ them takes a smaller step (the learning rate times ``factor`` per refusal of the
 sample in its batch), so an update refused for moving too far or breaking the model is tried
 again more gently. A sample refused ``max_refusals`` times is excluded, with the gate's
 reasons. The webapp (``webapp.learning.training``) keeps the counts in the database and the
-offline replay (``bench.replay``) in memory; both decide with these two functions, so what the
-benchmark measures is what the system does.
+offline replay (``bench.replay``) in memory; both decide with these two functions and these
+defaults. One difference stays: the webapp trains the oldest ready samples first, at most a
+batch, while the replay trains the given-back samples together with the next batch (so
+nothing waits a version, and that batch's new samples take the smaller step too).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+REFUSAL_LR_FACTOR = 0.5
+"""The default step factor per refusal (the webapp's ``PARLEY_TRAIN_REFUSAL_LR_FACTOR``)."""
+MAX_REFUSALS = 3
+"""The default refusals before a sample is excluded (``PARLEY_TRAIN_MAX_REFUSALS``)."""
 
 
 def backed_off_lr(lr: float, *, refusals: Iterable[int], factor: float) -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from trainer import refusals  # pure: the defaults the offline replay shares
 from webapp.config import (
     ConfigError,
     EmbeddedInfraMissing,
@@ -287,8 +288,8 @@ GATE_HOLDOUT_SAMPLES = env_int("PARLEY_GATE_HOLDOUT_SAMPLES", 8)
 GATE_MAX_FEEDBACK_DROP = env_float("PARLEY_GATE_MAX_FEEDBACK_DROP", 0.05)
 # A refused update gives its samples back; each is retried with the learning rate times this
 # factor per refusal, and excluded (with the reason) after this many refusals.
-TRAIN_REFUSAL_LR_FACTOR = env_float("PARLEY_TRAIN_REFUSAL_LR_FACTOR", 0.5)
-TRAIN_MAX_REFUSALS = env_int("PARLEY_TRAIN_MAX_REFUSALS", 3)
+TRAIN_REFUSAL_LR_FACTOR = env_float("PARLEY_TRAIN_REFUSAL_LR_FACTOR", refusals.REFUSAL_LR_FACTOR)
+TRAIN_MAX_REFUSALS = env_int("PARLEY_TRAIN_MAX_REFUSALS", refusals.MAX_REFUSALS)
 
 # --- Web ------------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"

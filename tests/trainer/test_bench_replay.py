@@ -192,7 +192,16 @@ def test_the_simulated_user_gives_each_kind_of_feedback() -> None:
 
 
 LOOP = "Sure!\n\nSure!\n\nSure!\n\nSure!\n\nSure!"
-LOOP_IDS = [34355, 17, 198, 198] * 5  # how SmolLM2 writes it: a 4-token loop
+LOOP_IDS = [34355, 17, 198, 198] * 4 + [34355, 17]  # as SmolLM2 encodes it: a 4-token loop
+
+
+def test_the_preferences_doctests_hold() -> None:
+    import doctest
+
+    import bench.preferences
+
+    result = doctest.testmod(bench.preferences)
+    assert result.attempted > 0 and result.failed == 0
 
 
 def test_a_looping_answer_meets_no_preference_however_it_begins() -> None:
@@ -214,8 +223,10 @@ def test_the_simulated_user_dislikes_a_loop_and_does_not_rewrite_it() -> None:
     assert corrected.comment == LOOP_COMMENT  # it does start with "Sure!": only the loop is said
     missed = react(SURE, "Paris Paris Paris Paris", "corrections", token_ids=[9] * 4)
     assert missed.comment == f"{SURE.comment} {LOOP_COMMENT}" and missed.correction == ""
+    empty = react(SURE, " ", "comments", token_ids=[5])
+    assert empty.comment.startswith(SURE.comment) and "did not answer" in empty.comment
     told = react(SURE, LOOP, "next_state", token_ids=LOOP_IDS)
-    answer = Answer("What is gravity?", [3, 4, 5], LOOP_IDS, [-1.0] * 20, LOOP)
+    answer = Answer("What is gravity?", [3, 4, 5], LOOP_IDS, [-1.0] * len(LOOP_IDS), LOOP)
     sample, verdict = judged_sample(answer, told, tokenizer)
     assert verdict.score == -1 and sample.reward == -1.0 and sample.hint == LOOP_COMMENT
 
@@ -245,8 +256,11 @@ def test_a_refused_update_gives_its_samples_back_with_a_smaller_step_then_exclud
     assert [v["samples"] for v in versions] == [2, 4, 6, 6]  # the first pair out after 3
     assert [v.get("excluded", 0) for v in versions] == [0, 0, 2, 2]
     assert figures["summary"]["excluded"] == 4 and figures["summary"]["refused"] == [1, 2, 3, 4]
-    waiting = 8 - figures["summary"]["excluded"]
-    assert waiting == 4  # 8 thumbs: none trained, 4 waiting, 4 excluded
+    summary = figures["summary"]
+    assert (summary["trained"], summary["waiting"], summary["excluded"]) == (0, 4, 4)
+    # every sample with a signal is trained, waiting, or excluded: the counts add up
+    assert summary["trained"] + summary["waiting"] + summary["excluded"] == 8
+    assert figures["judge"]["samples"] == 8
     assert figures["refusal_policy"] == {"lr_factor": 0.5, "max_refusals": 3}
     assert figures["scoring"] == "meets-v2" and "flawed" in figures["versions"][0]
 
@@ -368,13 +382,27 @@ def test_runs_scored_before_loops_counted_as_misses_never_share_a_row() -> None:
     new = {**old, "scoring": bench.replay.SCORING, "versions": flawed}
     assert bench.sweep.run_label(old) == "defaults (loops counted)"
     assert bench.sweep.run_label(new) == "defaults"
+    # an older sweep stored its label without the mark: it gets it, once
+    stored = {**old, "settings_label": "lr=0.001"}
+    assert bench.sweep.run_label(stored) == "lr=0.001 (loops counted)"
+    assert bench.sweep.run_label({**stored, "settings_label": "lr=0.001 (loops counted)"}) == (
+        "lr=0.001 (loops counted)"
+    )
     for run in (old, new):
         run["settings_label"] = bench.sweep.run_label(run)
     rows = bench.sweep.collect([old, new], ["held_out"], [1])
     assert [r["settings"] for r in rows] == ["defaults", "defaults (loops counted)"]
     table = bench.sweep.markdown(rows, ["held_out@1", "worst broken", "excluded"])
-    assert table.splitlines()[-2].endswith("| 1.00 | 0.25 | 0 |")
-    assert table.splitlines()[-1].endswith("| 1.00 | — | 0 |")  # not measured then
+    assert table.splitlines()[-1].endswith("| 1.00 | — | — |")  # neither measured then
+    with_policy = {**new, "refusal_policy": {"max_refusals": 3}}
+    new_row = bench.sweep.collect([with_policy], ["held_out"], [1])
+    table = bench.sweep.markdown(new_row, ["held_out@1", "worst broken", "excluded"])
+    assert table.splitlines()[-1].endswith("| 1.00 | 0.25 | 0 |")
+
+
+def test_collecting_skips_the_sweeps_own_tables(tmp_path: Path) -> None:
+    (tmp_path / "sweep-x.json").write_text(json.dumps([{"mode": "replay"}]))
+    assert bench.sweep.load_runs([tmp_path / "sweep-x.json"]) == []
 
 
 def test_a_table_says_when_only_some_seeds_reached_a_version() -> None:
