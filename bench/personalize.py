@@ -351,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_false",
         help="leave out the second user (no feedback) whose answers must not change",
     )
+    parser.add_argument(
+        "--tag", default="", help="a word in the output files' names, so a run keeps its own"
+    )
     args = parser.parse_args(argv)
     preferences = {p.name: p for p in load_preferences(args.preference)}
     if args.name not in preferences:
@@ -387,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = f"personalize-{run.preference}-{run.algorithm}-{run.feedback}"
+    stem += f"-{args.tag}" if args.tag else ""
+    stem += f"-s{args.seed}" if args.seed else ""
     print(
         f"\n{'version':>8}{'turns':>8}{'score':>8}{'ppl/base':>10}{'minutes':>9}"
         f"{'own /v1':>10}{'control':>10}"
