@@ -134,6 +134,7 @@ class ReplayOptions:
     switch_after: int = 0  # ... after this many versions
     probe_tokens: int = PROBE_TOKENS
     max_degenerate_extra: int = GATE_MAX_DEGENERATE_EXTRA
+    max_repeating_extra: int | None = None  # None: max_degenerate_extra, as in the webapp
     device: str = "cpu"  # "cuda": the same fp32 arithmetic on a GPU (labelled in the figures)
 
 
@@ -373,6 +374,7 @@ def gate(probe: dict[str, float], base_probe: dict[str, float], options: ReplayO
         options.gate_max_ppl_ratio,
         max_feedback_drop=GATE_MAX_FEEDBACK_DROP,
         max_degenerate_extra=options.max_degenerate_extra,
+        max_repeating_extra=options.max_repeating_extra,
     )
 
 
@@ -598,6 +600,7 @@ def figures_of(
             "max_kl": options.gate_max_kl,
             "max_ppl_ratio": options.gate_max_ppl_ratio,
             "max_degenerate_extra": options.max_degenerate_extra,
+            "max_repeating_extra": options.max_repeating_extra,
         },
         "probe_tokens": options.probe_tokens,
         "refusal_policy": {"lr_factor": REFUSAL_LR_FACTOR, "max_refusals": MAX_REFUSALS},
@@ -650,6 +653,7 @@ def summarise(versions: list[dict[str, Any]], preference: str) -> dict[str, Any]
 
 
 _STEM_TAGS = {"max_degenerate_extra": "degenerate", "probe_tokens": "probe"}
+_STEM_TAGS |= {"max_repeating_extra": "repeating"}
 _STEM_TAGS |= {"gate_max_ppl_ratio": "gateppl"}
 _STEM_TAGS |= {"gen_tokens": "gen", "eval_tokens": "eval"}
 
@@ -660,6 +664,7 @@ def replay_settings(figures: dict[str, Any]) -> dict[str, Any]:
     defaults = {
         "batch_size": BATCH_SIZE,
         "max_degenerate_extra": GATE_MAX_DEGENERATE_EXTRA,
+        "max_repeating_extra": None,
         "gate_max_ppl_ratio": GATE_MAX_PPL_RATIO,
         "probe_tokens": PROBE_TOKENS,
         "gen_tokens": ANSWER_TOKENS,
@@ -668,6 +673,7 @@ def replay_settings(figures: dict[str, Any]) -> dict[str, Any]:
     used = {key: figures.get(key, default) for key, default in defaults.items()}
     gate = figures.get("gate") or {}
     used["max_degenerate_extra"] = gate.get("max_degenerate_extra", GATE_MAX_DEGENERATE_EXTRA)
+    used["max_repeating_extra"] = gate.get("max_repeating_extra")
     used["gate_max_ppl_ratio"] = gate.get("max_ppl_ratio", GATE_MAX_PPL_RATIO)
     return {key: value for key, value in used.items() if value != defaults[key]}
 

@@ -52,6 +52,7 @@ from bench.replay import (
 )
 
 REPLAY_SETTINGS = ("batch_size", "max_degenerate_extra", "probe_tokens", "gate_max_ppl_ratio")
+REPLAY_SETTINGS += ("max_repeating_extra",)
 """Grid keys that are the replay's own (ReplayOptions), not UpdateConfig fields."""
 _FLOAT_SETTINGS = ("gate_max_ppl_ratio",)
 

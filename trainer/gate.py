@@ -305,13 +305,15 @@ def gate_decision(
     *,
     max_feedback_drop: float = 0.0,
     max_degenerate_extra: int = 0,
+    max_repeating_extra: int | None = None,
 ) -> tuple[bool, list[str]]:
     """Pass unless the candidate is broken or worse; the reasons name each failure.
 
     - ``probe_kl`` (KL to the live version: this update's step) ≤ max_kl;
     - ``probe_ppl`` ≤ max_ppl_ratio · the base's;
     - for each degenerate kind, at most ``max_degenerate_extra`` more degenerate probe answers
-      than the base gives;
+      than the base gives (``max_repeating_extra``, when given, for looping answers instead:
+      a loop is rarely the noise of a style change a cut-off answer can be);
     - with held-back feedback, ``feedback_delta`` ≥ −max_feedback_drop (nats per token).
     Missing degenerate or feedback figures (an older record) are not failures.
 
@@ -329,7 +331,10 @@ def gate_decision(
     for kind in DEGENERATE_KINDS:
         key = f"degenerate_{kind}"
         count, base_count = metrics.get(key, 0.0), base_metrics.get(key, 0.0)
-        if count > base_count + max_degenerate_extra:
+        extra = max_degenerate_extra
+        if kind == "repeating" and max_repeating_extra is not None:
+            extra = max_repeating_extra
+        if count > base_count + extra:
             reasons.append(
                 f"{count:.0f} {kind.replace('_', ' ')} probe answers (base: {base_count:.0f})"
             )

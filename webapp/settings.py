@@ -282,6 +282,12 @@ GATE_MAX_PPL_RATIO = env_float("PARLEY_GATE_MAX_PPL_RATIO", 1.15)
 # no more degenerate probe answers (empty, repeating, cut off, mixed scripts) of a kind than the
 # base gives, plus this many,
 GATE_MAX_DEGENERATE_EXTRA = env_int("PARLEY_GATE_MAX_DEGENERATE_EXTRA", 1)
+# looping answers alone may be held to their own allowance (unset: the one above)
+GATE_MAX_REPEATING_EXTRA = (
+    env_int("PARLEY_GATE_MAX_REPEATING_EXTRA", 0)
+    if env_str("PARLEY_GATE_MAX_REPEATING_EXTRA", "")
+    else None
+)
 # and on this many recent judged samples held back from the update, how much worse (nats per
 # token, signed by the feedback) the candidate may score than the live version.
 GATE_HOLDOUT_SAMPLES = env_int("PARLEY_GATE_HOLDOUT_SAMPLES", 8)

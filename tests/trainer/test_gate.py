@@ -251,3 +251,14 @@ def test_the_probe_answers_in_one_batch_are_the_answers_one_by_one(prepared_mode
             answer_ids = answer_ids[: answer_ids.index(tokenizer.eos_token_id)]
         text = tokenizer.decode(answer_ids, skip_special_tokens=True)
         assert kinds == degenerate_kinds(text, answer_ids, ended=ended, max_new_tokens=24)
+
+
+def test_looping_answers_may_have_an_allowance_of_their_own() -> None:
+    base = {"probe_ppl": 10.0, "degenerate_repeating": 0.0, "degenerate_cut_off": 1.0}
+    candidate = {"probe_kl": 0.01, "probe_ppl": 10.0}
+    candidate |= {"degenerate_repeating": 1.0, "degenerate_cut_off": 2.0}
+    assert gate_decision(candidate, base, 0.5, 1.15, max_degenerate_extra=1) == (True, [])
+    passed, reasons = gate_decision(
+        candidate, base, 0.5, 1.15, max_degenerate_extra=1, max_repeating_extra=0
+    )
+    assert not passed and reasons == ["1 repeating probe answers (base: 0)"]  # cut-off still 1

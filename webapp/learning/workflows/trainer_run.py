@@ -78,6 +78,7 @@ def train_and_gate(job: TrainJob, *, record_step: Callable[[dict[str, Any]], Non
         job.gate_max_ppl_ratio,
         max_feedback_drop=job.gate_max_feedback_drop,
         max_degenerate_extra=job.gate_max_degenerate_extra,
+        max_repeating_extra=job.gate_max_repeating_extra,
     )
     return TrainResult(
         summary=summary, probe=probe, base_probe=base_probe, passed=passed, reasons=reasons

@@ -44,6 +44,7 @@ class TrainJob:
     """Judged samples not trained here: the candidate must not score worse on them than live."""
     gate_max_feedback_drop: float = 0.0
     gate_max_degenerate_extra: int = 0
+    gate_max_repeating_extra: int | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ def train_update(update_id: int, *, run: TrainRun, push: AdapterPush | None = No
                 holdout=training.holdout_for_update(update=update),
                 gate_max_feedback_drop=settings.GATE_MAX_FEEDBACK_DROP,
                 gate_max_degenerate_extra=settings.GATE_MAX_DEGENERATE_EXTRA,
+                gate_max_repeating_extra=settings.GATE_MAX_REPEATING_EXTRA,
             )
             started = time.monotonic()
             result = run(
