@@ -98,6 +98,13 @@ def running_system(extra_env: dict[str, str] | None = None) -> Iterator[RunningS
             env,
             launcher.lines,
         )
+    except BaseException:
+        # the system's own output says why a benchmark failed; it would go with the process
+        log = var_dir / "system.log"
+        log.write_text("\n".join(launcher.lines) + "\n")
+        print("\n".join(launcher.lines[-40:]), file=sys.stderr)
+        print(f"bench | the system's whole output: {log}", file=sys.stderr, flush=True)
+        raise
     finally:
         launcher.interrupt()
         launcher.kill()

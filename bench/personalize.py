@@ -160,7 +160,8 @@ async def _answers(url: str, bodies: list[dict[str, Any]], headers: dict[str, st
         async def one(body: dict[str, Any]) -> str:
             body = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
             response = await client.post(url, json=body)
-            response.raise_for_status()
+            if response.is_error:  # the body says why (the OpenAI error format on /v1)
+                raise RuntimeError(f"{url} answered {response.status_code}: {response.text[:500]}")
             return response.json()["choices"][0]["message"]["content"] or ""
 
         return list(await asyncio.gather(*(one(b) for b in bodies)))
