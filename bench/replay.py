@@ -71,6 +71,10 @@ GATE_MAX_KL = 0.5
 GATE_MAX_PPL_RATIO = 1.15
 GATE_MAX_FEEDBACK_DROP = 0.05  # the webapp's defaults (PARLEY_GATE_*), kept equal by hand
 GATE_MAX_DEGENERATE_EXTRA = 1
+GATE_HOLDOUT_SAMPLES = 8
+"""The webapp's PARLEY_GATE_HOLDOUT_SAMPLES: the most recent judged samples with a sign, not in
+the update's batch, that the candidate is checked on (its feedback score and its answers'
+loops). Runs recorded before the replay held any back count as 0."""
 BROKEN_EXAMPLES = 4  # broken held-out answers quoted per evaluation, so a figure can be checked
 BATCH_SIZE = 8
 ANSWER_TOKENS = 48
@@ -135,6 +139,7 @@ class ReplayOptions:
     probe_tokens: int = PROBE_TOKENS
     max_degenerate_extra: int = GATE_MAX_DEGENERATE_EXTRA
     max_repeating_extra: int | None = None  # None: max_degenerate_extra, as in the webapp
+    holdout: int = GATE_HOLDOUT_SAMPLES  # 0: the gate sees no held-back feedback
     device: str = "cpu"  # "cuda": the same fp32 arithmetic on a GPU (labelled in the figures)
 
 
@@ -378,6 +383,20 @@ def gate(probe: dict[str, float], base_probe: dict[str, float], options: ReplayO
     )
 
 
+def held_back(trained: list[Any], limit: int) -> list[Any]:
+    """What the webapp's ``holdout_ids`` holds back: the ``limit`` most recent samples with a
+    sign (a reward or a correction) outside the batch. Here the batch is every sample still
+    waiting, so those are the most recent the published versions trained on.
+
+    >>> from trainer.batch import Sample
+    >>> signed = [Sample([1], [n], [-1.0], reward=1.0) for n in range(3)]
+    >>> [s.response_token_ids for s in held_back([*signed, Sample([1], [9], [-1.0])], 2)]
+    [[2], [1]]
+    """
+    signed = [s for s in trained if s.reward or s.correction_token_ids]
+    return signed[::-1][:limit]
+
+
 def run_replay(
     options: ReplayOptions,
     prompts: dict[str, list[str]],
@@ -426,6 +445,7 @@ def run_replay(
         }
     ]
     given_back: list[tuple[Any, int]] = []  # (sample, times refused)
+    trained: list[Any] = []  # the samples published versions were trained on, oldest first
     judge = {"votes": 0, "parsed": 0, "right": 0, "samples": 0, "hints": 0}
     turns = met = 0
     label = f"{options.preference.name} {options.feedback} {options.algorithm} s{options.seed}"
@@ -484,6 +504,7 @@ def run_replay(
                 entry["witness_ppl_ratio"] = versions[-1].get("witness_ppl_ratio")
             else:
                 out_dir = work / f"v{number}"
+                holdout = held_back(trained, options.holdout)
                 summary: dict[str, Any] = {}
                 for metrics in train_and_probe(
                     dataclasses.replace(config, lr=lr),
@@ -493,6 +514,7 @@ def run_replay(
                     out_adapter_dir=out_dir,
                     device=options.device,
                     max_new_tokens=options.probe_tokens,
+                    holdout=holdout,
                 ):
                     if metrics.get("done"):
                         summary = metrics
@@ -506,8 +528,15 @@ def run_replay(
                     train_seconds=summary.get("seconds"),
                     gate_seconds=summary.get("gate_seconds"),
                     loss=summary.get("loss"),
+                    held_back={
+                        key: probe[key]
+                        for key in sorted(probe)
+                        if key.startswith(("held_back", "feedback_"))
+                    }
+                    | {k: v for k, v in base_probe.items() if k.startswith("held_back")},
                 )
                 if passed:
+                    trained.extend(batch)
                     live, given_back = out_dir, []
                 else:
                     refused = [(s, n + 1) for s, n in zip(batch, refusals, strict=True)]
@@ -601,6 +630,7 @@ def figures_of(
             "max_ppl_ratio": options.gate_max_ppl_ratio,
             "max_degenerate_extra": options.max_degenerate_extra,
             "max_repeating_extra": options.max_repeating_extra,
+            "holdout": options.holdout,
         },
         "probe_tokens": options.probe_tokens,
         "refusal_policy": {"lr_factor": REFUSAL_LR_FACTOR, "max_refusals": MAX_REFUSALS},
@@ -655,7 +685,7 @@ def summarise(versions: list[dict[str, Any]], preference: str) -> dict[str, Any]
 _STEM_TAGS = {"max_degenerate_extra": "degenerate", "probe_tokens": "probe"}
 _STEM_TAGS |= {"max_repeating_extra": "repeating"}
 _STEM_TAGS |= {"gate_max_ppl_ratio": "gateppl"}
-_STEM_TAGS |= {"gen_tokens": "gen", "eval_tokens": "eval"}
+_STEM_TAGS |= {"gen_tokens": "gen", "eval_tokens": "eval", "holdout": "holdout"}
 
 
 def replay_settings(figures: dict[str, Any]) -> dict[str, Any]:
@@ -669,12 +699,14 @@ def replay_settings(figures: dict[str, Any]) -> dict[str, Any]:
         "probe_tokens": PROBE_TOKENS,
         "gen_tokens": ANSWER_TOKENS,
         "eval_tokens": ANSWER_TOKENS,
+        "holdout": GATE_HOLDOUT_SAMPLES,
     }
     used = {key: figures.get(key, default) for key, default in defaults.items()}
     gate = figures.get("gate") or {}
     used["max_degenerate_extra"] = gate.get("max_degenerate_extra", GATE_MAX_DEGENERATE_EXTRA)
     used["max_repeating_extra"] = gate.get("max_repeating_extra")
     used["gate_max_ppl_ratio"] = gate.get("max_ppl_ratio", GATE_MAX_PPL_RATIO)
+    used["holdout"] = gate.get("holdout", 0)  # older runs held nothing back
     return {key: value for key, value in used.items() if value != defaults[key]}
 
 
@@ -795,6 +827,13 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
+        "--holdout",
+        type=int,
+        default=GATE_HOLDOUT_SAMPLES,
+        help="held-back samples the gate checks each candidate on, as PARLEY_GATE_HOLDOUT_SAMPLES "
+        "(0: none, as runs before the tenth session)",
+    )
+    parser.add_argument(
         "--device", default="cpu", help="cpu, or cuda: the same fp32 arithmetic on a GPU"
     )
 
@@ -810,6 +849,7 @@ def base_options(args: argparse.Namespace, preferences: dict[str, Preference]) -
         "eval_splits": tuple(s for s in args.eval_splits.split(",") if s),
         "eval_limit": args.eval_limit,
         "device": args.device,
+        "holdout": args.holdout,
     }
 
 

@@ -52,7 +52,7 @@ from bench.replay import (
 )
 
 REPLAY_SETTINGS = ("batch_size", "max_degenerate_extra", "probe_tokens", "gate_max_ppl_ratio")
-REPLAY_SETTINGS += ("max_repeating_extra",)
+REPLAY_SETTINGS += ("max_repeating_extra", "holdout")
 """Grid keys that are the replay's own (ReplayOptions), not UpdateConfig fields."""
 _FLOAT_SETTINGS = ("gate_max_ppl_ratio",)
 
@@ -97,7 +97,13 @@ def run_label(figures: dict[str, Any]) -> str:
 
 
 def scored_label(label: str, figures: dict[str, Any]) -> str:
-    """The label, marked when the run was scored before broken answers counted as misses."""
+    """The label, marked when the run was scored before broken answers counted as misses, and
+    naming ``holdout=0`` for a run whose gate held nothing back (every run before the tenth
+    session) even where an older sweep stored its label without it."""
+    if "holdout" not in (figures.get("gate") or {}) and "holdout=" not in label:
+        base = label.removesuffix(OLD_SCORING)
+        base = "holdout=0" if base == "defaults" else f"{base}, holdout=0"
+        label = base + (OLD_SCORING if label.endswith(OLD_SCORING) else "")
     old = figures.get("scoring") != SCORING and not label.endswith(OLD_SCORING)
     return f"{label}{OLD_SCORING}" if old else label
 

@@ -17,7 +17,10 @@ Two pure halves, kept apart so the criteria can change without touching the meas
     answers (``degenerate_kinds``: empty, repeating, cut off, mixing scripts) on the probe
     prompts than the base gives;
   - the user's own feedback: on recent judged samples this update did not train on, the
-    candidate must not score worse than the live version (``feedback_delta``).
+    candidate must not score worse than the live version (``feedback_delta``), and its greedy
+    answers to those samples' prompts must not loop or come out empty more often than both the
+    live version's and the base's (plus the allowance): the probe prompts are five fixed
+    questions, and a preference can break the model on the user's own kind of prompt first.
 
 KL is computed exactly over the vocabulary at each position of the candidate's own greedy
 answers (teacher-forced), so it needs no sampling and is the same on every run.
@@ -51,6 +54,13 @@ REPEAT_MAX_N = 6
 probe's 24-token answers."""
 MIXED_SCRIPT_SHARE = 0.25
 """An answer whose second script holds this share of its letters is "language_switch"."""
+HELD_BACK_KINDS = ("empty", "repeating")
+"""What the gate counts in the answers to the held-back prompts. Not "cut_off": a user's own
+prompts often ask for more than the answer length the gate affords, and the base is cut off
+there too; not "language_switch": a user may ask for another language."""
+HELD_BACK_TOKENS = 48
+"""The length of the answers to the held-back prompts: room for a loop to start after a good
+first sentence (a looping "Sure!" opening repeats within a dozen tokens)."""
 
 
 def degenerate_kinds(
@@ -160,10 +170,20 @@ def _greedy_answers(
 ) -> list[tuple[Tensor, int, list[str]]]:
     """(prompt + answer ids (1, T), prompt length, degenerate kinds) per probe prompt, all
     prompts answered in one batch (``trainer.generation.greedy_batch``)."""
+    prompt_ids = [chat_prompt_ids(tokenizer, [{"role": "user", "content": p}]) for p in prompts]
+    return _greedy_answers_to_ids(model, tokenizer, prompt_ids, max_new_tokens)
+
+
+def _greedy_answers_to_ids(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    prompt_ids: Sequence[list[int]],
+    max_new_tokens: int,
+) -> list[tuple[Tensor, int, list[str]]]:
+    """``_greedy_answers`` for prompts already rendered to token ids."""
     dev = next(model.parameters()).device
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     stops = eos_token_ids(model) | ({tokenizer.eos_token_id} - {None})
-    prompt_ids = [chat_prompt_ids(tokenizer, [{"role": "user", "content": p}]) for p in prompts]
     replies = greedy_batch(
         model, prompt_ids, max_new_tokens=max_new_tokens, pad_id=pad_id, stop_ids=stops
     )
@@ -172,8 +192,30 @@ def _greedy_answers(
         answer_ids = generated[:-1] if ended else generated  # the stop token is no text
         text = tokenizer.decode(answer_ids, skip_special_tokens=True)
         kinds = degenerate_kinds(text, answer_ids, ended=ended, max_new_tokens=max_new_tokens)
-        answers.append((torch.tensor([ids + generated], device=dev), len(ids), kinds))
+        answers.append((torch.tensor([list(ids) + generated], device=dev), len(ids), kinds))
     return answers
+
+
+def held_back_prompts(holdout: Sequence[Sample]) -> list[list[int]]:
+    """The distinct prompts of the held-back samples, in their order.
+
+    >>> held_back_prompts([Sample([1, 2], [3], [-1.0]), Sample([1, 2], [4], [-1.0])])
+    [[1, 2]]
+    """
+    seen: dict[tuple[int, ...], None] = {}
+    for sample in holdout:
+        seen.setdefault(tuple(sample.prompt_token_ids), None)
+    return [list(ids) for ids in seen]
+
+
+def _held_back_counts(
+    model: torch.nn.Module, tokenizer: Any, prompt_ids: Sequence[list[int]], prefix: str
+) -> dict[str, float]:
+    """``{prefix}_<kind>``: how many greedy answers to the held-back prompts are of each
+    ``HELD_BACK_KINDS`` kind."""
+    answers = _greedy_answers_to_ids(model, tokenizer, prompt_ids, HELD_BACK_TOKENS)
+    counts = Counter(kind for _, _, kinds in answers for kind in kinds)
+    return {f"{prefix}_{kind}": float(counts[kind]) for kind in HELD_BACK_KINDS}
 
 
 def _degenerate_counts(answers: list[tuple[Tensor, int, list[str]]]) -> dict[str, float]:
@@ -220,8 +262,11 @@ def probe_model(
 
     Candidate: {"probe_kl": KL(candidate ‖ live) per answer token, "probe_kl_base": KL to the
     base (reported, never gated), "probe_ppl", "probe_kl_tokens", "degenerate_<kind>" counts,
-    "feedback_delta", "feedback_samples"}; base: its perplexity and degenerate counts. The
-    model is left in eval mode; a caller that trains it again calls ``model.train()``.
+    "feedback_delta", "feedback_samples", and with a holdout "held_back_prompts" and the
+    counts "held_back_<kind>" and "held_back_live_<kind>" (``HELD_BACK_KINDS``) of the
+    candidate's and the live version's answers to its prompts}; base: its perplexity, degenerate
+    counts and "held_back_<kind>". The model is left in eval mode; a caller that trains it again
+    calls ``model.train()``.
     """
     model.eval()
 
@@ -257,6 +302,19 @@ def probe_model(
         "probe_kl_tokens": float(kl_tokens),
         **_degenerate_counts(base_answers),
     }
+    prompts = held_back_prompts(holdout)
+    if prompts:
+        candidate["held_back_prompts"] = float(len(prompts))
+        candidate |= _held_back_counts(model, tokenizer, prompts, "held_back")
+        with base():
+            base_figures |= _held_back_counts(model, tokenizer, prompts, "held_back")
+        if live_weights is None:  # the live version is the base
+            candidate |= {
+                f"held_back_live_{k}": base_figures[f"held_back_{k}"] for k in HELD_BACK_KINDS
+            }
+        else:
+            with live():
+                candidate |= _held_back_counts(model, tokenizer, prompts, "held_back_live")
     return candidate, base_figures
 
 
@@ -314,7 +372,10 @@ def gate_decision(
     - for each degenerate kind, at most ``max_degenerate_extra`` more degenerate probe answers
       than the base gives (``max_repeating_extra``, when given, for looping answers instead:
       a loop is rarely the noise of a style change a cut-off answer can be);
-    - with held-back feedback, ``feedback_delta`` ≥ −max_feedback_drop (nats per token).
+    - with held-back feedback, ``feedback_delta`` ≥ −max_feedback_drop (nats per token), and
+      for each ``HELD_BACK_KINDS`` kind no more answers to the held-back prompts of that kind
+      than the live version gives, or than the base gives plus the same allowance as on the
+      probes, whichever is more: a loop already served may be trained away, never grow.
     Missing degenerate or feedback figures (an older record) are not failures.
 
     >>> gate_decision({"probe_kl": 0.01, "probe_ppl": 11.0}, {"probe_ppl": 10.0}, 0.1, 1.2)
@@ -344,5 +405,18 @@ def gate_decision(
             reasons.append(
                 f"held-back feedback scores {delta:.4g} nats/token worse than the live version "
                 f"(allowed: {max_feedback_drop:.3g})"
+            )
+    prompts = metrics.get("held_back_prompts", 0.0)
+    for kind in HELD_BACK_KINDS if prompts > 0 else ():
+        count = metrics.get(f"held_back_{kind}", 0.0)
+        live = metrics.get(f"held_back_live_{kind}", 0.0)
+        base = base_metrics.get(f"held_back_{kind}", 0.0)
+        extra = max_degenerate_extra
+        if kind == "repeating" and max_repeating_extra is not None:
+            extra = max_repeating_extra
+        if count > max(live, base + extra):
+            reasons.append(
+                f"{count:.0f} {kind} answers to {prompts:.0f} held-back prompts "
+                f"(live: {live:.0f}, base: {base:.0f})"
             )
     return not reasons, reasons

@@ -333,6 +333,7 @@ def test_answers_of_another_length_are_named_in_the_file_and_the_table(tmp_path:
         "overrides": {},
         "gen_tokens": 128,
         "eval_tokens": 128,
+        "gate": {"holdout": bench.replay.GATE_HOLDOUT_SAMPLES},
         "scoring": bench.replay.SCORING,
     }
     path = bench.replay.write_figures(figures, tmp_path, record_line=False)
@@ -360,7 +361,7 @@ def test_a_tighter_perplexity_gate_is_a_grid_setting_named_in_the_file_and_the_t
         "seed": 2,
         "batch_size": bench.replay.BATCH_SIZE,
         "overrides": {},
-        "gate": {"max_kl": 0.5, "max_ppl_ratio": 1.1, "max_degenerate_extra": 1},
+        "gate": {"max_kl": 0.5, "max_ppl_ratio": 1.1, "max_degenerate_extra": 1, "holdout": 8},
         "scoring": bench.replay.SCORING,
     }
     path = bench.replay.write_figures(figures, tmp_path, record_line=False)
@@ -376,6 +377,7 @@ def test_runs_scored_before_loops_counted_as_misses_never_share_a_row() -> None:
         {"version": 1, "published": True, "ppl_ratio": 1.0, "scores": {"p": {"held_out": 1.0}}},
     ]
     old = {"preference": "p", "feedback": "corrections", "algorithm": "combined", "seed": 0}
+    old |= {"gate": {"holdout": bench.replay.GATE_HOLDOUT_SAMPLES}}
     old |= {"overrides": {}, "versions": versions, "judge": {"right": 0, "parsed": 0, "votes": 0}}
     old |= {"summary": bench.replay.summarise(versions, "p"), "seconds_per_version": 1.0}
     flawed = [{**v, "flawed": {"held_out": 0.25 * v["version"]}} for v in versions]
@@ -444,3 +446,37 @@ def test_the_witness_texts_are_in_neither_the_probe_nor_the_anchor() -> None:
     for text in WITNESS_TEXTS:
         for sentence in (s.strip() for s in text.split(".") if len(s.strip()) > 20):
             assert sentence not in seen
+
+
+def test_runs_whose_gate_held_nothing_back_never_share_a_row_with_those_that_did(
+    tmp_path: Path,
+) -> None:
+    """Before the tenth session the replay's gate saw no held-back feedback (the webapp's did):
+    such a run is labelled holdout=0, computed or stored, and a new run with --holdout 0 is
+    named so in its file too."""
+    figures = {"preference": "p", "feedback": "corrections", "algorithm": "rl", "seed": 1}
+    figures |= {"overrides": {}, "scoring": bench.replay.SCORING, "second_preference": None}
+    figures |= {"batch_size": bench.replay.BATCH_SIZE, "gate": {"max_kl": 0.5}}
+    assert bench.sweep.run_label(figures) == "holdout=0"
+    assert bench.sweep.run_label({**figures, "settings_label": "lr=0.001"}) == "lr=0.001, holdout=0"
+    old_scoring = {**figures, "scoring": None, "settings_label": "defaults (loops counted)"}
+    assert bench.sweep.run_label(old_scoring) == "holdout=0 (loops counted)"
+    held = {**figures, "gate": {"max_kl": 0.5, "holdout": 8}}
+    assert bench.sweep.run_label(held) == "defaults"
+    none = {**figures, "gate": {"max_kl": 0.5, "holdout": 0}}
+    assert bench.sweep.run_label(none) == "holdout=0"
+    path = bench.replay.write_figures(none, tmp_path, record_line=False)
+    assert path.name == "replay-p-corrections-rl-s1-holdout0.json"
+
+
+def test_the_replay_holds_back_recent_signed_samples_as_the_webapp_does() -> None:
+    from trainer.batch import Sample
+
+    def sample(n: int, reward: float, correction: list[int] | None = None) -> Sample:
+        return Sample([1], [n], [-1.0], reward=reward, correction_token_ids=correction)
+
+    trained = [sample(0, 1.0), sample(1, -1.0), sample(2, 0.0), sample(3, 0.0, [7])]
+    held = bench.replay.held_back(trained, 8)
+    assert [s.response_token_ids for s in held] == [[3], [1], [0]]  # newest first, signed only
+    assert [s.response_token_ids for s in bench.replay.held_back(trained, 1)] == [[3]]
+    assert bench.replay.held_back(trained, 0) == []

@@ -198,6 +198,8 @@ def test_a_broken_update_is_refused_and_a_small_useful_one_passes(
     defaults = {"max_kl": 0.5, "max_ppl_ratio": 1.15, "max_feedback_drop": 0.05}
     useful = _update(tiny_model_dir, tmp_path / "useful", lr=1e-3)
     assert useful["probe"]["feedback_samples"] == 3 and useful["probe"]["feedback_delta"] > 0
+    assert useful["probe"]["held_back_prompts"] == 3  # their answers counted for loops
+    assert {"held_back_repeating", "held_back_empty"} <= useful["base_probe"].keys()
     assert gate_decision(useful["probe"], useful["base_probe"], **defaults) == (True, [])
     broken = _update(tiny_model_dir, tmp_path / "broken", lr=1.0)
     passed, reasons = gate_decision(broken["probe"], broken["base_probe"], **defaults)
@@ -262,3 +264,54 @@ def test_looping_answers_may_have_an_allowance_of_their_own() -> None:
         candidate, base, 0.5, 1.15, max_degenerate_extra=1, max_repeating_extra=0
     )
     assert not passed and reasons == ["1 repeating probe answers (base: 0)"]  # cut-off still 1
+
+
+def test_looping_on_the_held_back_prompts_fails_unless_the_live_version_loops_as_much() -> None:
+    base = {"probe_ppl": 10.0, "held_back_repeating": 0.0, "held_back_empty": 0.0}
+    candidate = {"probe_kl": 0.01, "probe_ppl": 10.0, "held_back_prompts": 8.0}
+    loops = candidate | {"held_back_repeating": 3.0, "held_back_live_repeating": 1.0}
+    passed, reasons = gate_decision(loops, base, 0.5, 1.15, max_degenerate_extra=1)
+    assert not passed
+    assert reasons == ["3 repeating answers to 8 held-back prompts (live: 1, base: 0)"]
+    # A loop already served may shrink or stay while it is trained away, never grow.
+    assert gate_decision(loops | {"held_back_live_repeating": 3.0}, base, 0.5, 1.15)[0]
+    # The base's own loops and the allowance count as on the probes.
+    one = candidate | {"held_back_repeating": 1.0, "held_back_live_repeating": 0.0}
+    assert gate_decision(one, base, 0.5, 1.15, max_degenerate_extra=1)[0]
+    assert not gate_decision(one, base, 0.5, 1.15, max_degenerate_extra=1, max_repeating_extra=0)[0]
+    empty = candidate | {"held_back_empty": 2.0, "held_back_live_empty": 0.0}
+    assert gate_decision(empty, base, 0.5, 1.15, max_degenerate_extra=1)[1] == [
+        "2 empty answers to 8 held-back prompts (live: 0, base: 0)"
+    ]
+    # Nothing held back (the first update of a lineage, an older record): nothing to check.
+    assert gate_decision(loops | {"held_back_prompts": 0.0}, base, 0.5, 1.15)[0]
+    assert gate_decision({"probe_kl": 0.0, "probe_ppl": 10.0}, base, 0.5, 1.15)[0]
+
+
+def test_an_adapter_trained_to_loop_is_refused_on_the_users_own_prompts(
+    prepared_model: Path, tmp_path: Path
+) -> None:
+    """The real model, taught to answer "Sure!" over and over: its greedy answers to prompts the
+    update never saw loop, the base's and the live version's do not, and the gate says so."""
+    tokenizer = AutoTokenizer.from_pretrained(str(prepared_model))
+    loop = "Sure!\n\n" * 16
+    questions = ("Name a fruit.", "What is rain?", "Say hello.", "Pick a colour.")
+    train = [_chat_sample(tokenizer, q, loop) for q in questions]
+    others = ("What is snow?", "Name an animal.", "How far is the moon?")
+    held_back = [_chat_sample(tokenizer, q, "Sure! Here you go.") for q in others]
+    *_, summary = train_and_probe(
+        UpdateConfig(lr=3e-2, steps_per_batch=4, anchor_coef=0.0),  # deliberately too hard
+        train,
+        base_model_dir=prepared_model,
+        init_adapter_dir=None,
+        out_adapter_dir=tmp_path / "loop",
+        probe_prompts=PROBE_PROMPTS[:1],
+        max_new_tokens=8,
+        holdout=held_back,
+    )
+    probe, base = summary["probe"], summary["base_probe"]
+    assert probe["held_back_prompts"] == 3
+    assert base["held_back_repeating"] == probe["held_back_live_repeating"] == 0
+    assert probe["held_back_repeating"] == 3, probe
+    passed, reasons = gate_decision(probe, base, 100.0, 100.0, max_degenerate_extra=1)
+    assert not passed and any("held-back prompts (live: 0, base: 0)" in r for r in reasons)
