@@ -29,6 +29,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from bench.answering import evaluate_splits, load_serving_model
 from bench.common import ROOT, record
 from bench.preferences import Preference, load_preferences, load_prompts
 from bench.replay import (
@@ -36,10 +37,8 @@ from bench.replay import (
     ReplayOptions,
     add_common_arguments,
     base_options,
-    load_serving_model,
     plot_if_possible,
     run_replay,
-    score_splits,
     torch_threads,
     write_figures,
 )
@@ -71,7 +70,9 @@ def cross_scores(
     out = {}
     for who, adapter in {"base": None, **adapters}.items():
         model = load_serving_model(model_dir, Path(adapter) if adapter else None, device)
-        out[who] = score_splits(model, tokenizer, splits, preferences, max_new_tokens=eval_tokens)
+        out[who], _, _ = evaluate_splits(
+            model, tokenizer, splits, preferences, max_new_tokens=eval_tokens
+        )
         del model
     return out
 

@@ -34,9 +34,11 @@ from typing import Any
 import httpx
 import openai
 
+from bench.answering import BROKEN_EXAMPLES
 from bench.common import ROOT, RunningSystem, record, running_system
 from bench.preferences import Preference, answer_flaws, load_preferences, load_prompts
-from bench.replay import BROKEN_EXAMPLES, SCORING, default_model_dir, plot_if_possible, react
+from bench.replay import SCORING, default_model_dir, plot_if_possible
+from bench.simulated_user import react
 from trainer.algorithms import ALGORITHMS
 from trainer.config import UpdateConfig
 

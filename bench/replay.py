@@ -3,22 +3,18 @@
 A simulated user asks the train prompts of ``bench/data/prompts.json``; the current policy (the
 base model plus the live adapter, through transformers) answers at the chat temperature, and
 the tokens it sampled and their log-probabilities are kept exactly as serving keeps them (vLLM's
-default: the raw model's log-probs, before the temperature). The user reacts per the
-preference, in one of four ways:
-
-- ``thumbs``: 👍 when the answer meets the preference, 👎 when it misses (the RL-only signal);
-- ``comments``: the same, plus the preference's comment on a miss;
-- ``corrections``: comments, plus the answer rewritten by the preference's fix;
-- ``next_state``: no buttons: the user's next message carries it ("No, that's not what I asked
-  for. <comment>" / "Thanks, perfect!"), read by the default judge
-  (``trainer.judge.judge_verdict(kind="cues")``), whose votes are scored against the truth.
+default: the raw model's log-probs, before the temperature; ``bench.answering``). The user
+reacts per the preference with thumbs, comments, corrections or only their next message
+(``bench.simulated_user``), and the default judge's votes are scored against the truth.
 
 Each batch becomes ``trainer.batch.Sample``s as ``webapp/learning/workflows/trainer_run.py``
-builds them, is trained with ``trainer.pipeline.train_and_probe`` under ``UpdateConfig``'s
-defaults and gated by ``trainer.gate.gate_decision`` with the webapp's default thresholds. A
+builds them (``bench.simulated_user.judged_sample``), is trained with
+``trainer.pipeline.train_and_probe`` under ``UpdateConfig``'s defaults and gated by
+``trainer.gate.gate_decision`` with the webapp's default thresholds. A
 published candidate is the next update's starting adapter; a refused one gives its samples
 back to the next batch, under the webapp's refusal policy (``trainer.refusals``: a smaller step
-per refusal, excluded after ``MAX_REFUSALS``). After each update the held-out splits are
+per refusal, excluded after ``MAX_REFUSALS``). The gate checks each candidate on held-back
+samples too, as the webapp does (``held_back``). After each update the held-out splits are
 answered greedily and scored by the preference's checker, a broken answer (looping, empty)
 counting as a miss; the probe perplexity ratio to the base comes from the gate.
 
@@ -48,14 +44,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.answering import evaluate_splits, generate, load_serving_model
 from bench.common import ROOT, record
-from bench.preferences import (
-    Preference,
-    answer_flaws,
-    flaw_comment,
-    load_preferences,
-    load_prompts,
-)
+from bench.preferences import Preference, load_preferences, load_prompts
+from bench.simulated_user import FEEDBACK_KINDS, judged_sample, react
 from bench.witness import witness_perplexity
 from trainer.refusals import MAX_REFUSALS, REFUSAL_LR_FACTOR, backed_off_lr, is_excluded
 
@@ -64,7 +56,6 @@ SCORING = "meets-v2"
 """How answers were scored: "meets-v2" counts a broken answer (``answer_flaws``) as a miss and
 the simulated user dislikes it; runs without the field counted every answer that satisfied the
 rule, loops included."""
-FEEDBACK_KINDS = ("thumbs", "comments", "corrections", "next_state")
 # The webapp's defaults (PARLEY_GATE_MAX_KL, PARLEY_GATE_MAX_PPL_RATIO, PARLEY_TRAIN_BATCH_SIZE,
 # PARLEY_CHAT_TEMPERATURE); the replay reads no Django settings.
 GATE_MAX_KL = 0.5
@@ -75,14 +66,11 @@ GATE_HOLDOUT_SAMPLES = 8
 """The webapp's PARLEY_GATE_HOLDOUT_SAMPLES: the most recent judged samples with a sign, not in
 the update's batch, that the candidate is checked on (its feedback score and its answers'
 loops). Runs recorded before the replay held any back count as 0."""
-BROKEN_EXAMPLES = 4  # broken held-out answers quoted per evaluation, so a figure can be checked
 BATCH_SIZE = 8
 ANSWER_TOKENS = 48
 """Most tokens of a simulated answer and of a scored held-out answer, unless set."""
 PROBE_TOKENS = 24  # the webapp's probe answers (train_and_probe's max_new_tokens)
 CHAT_TEMPERATURE = 0.7
-NEGATIVE_NEXT = "No, that's not what I asked for. {comment}"
-POSITIVE_NEXT = "Thanks, perfect!"
 
 
 def default_model_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -93,28 +81,6 @@ def default_model_dir(env: Mapping[str, str] | None = None) -> Path:
         return Path(base).expanduser()
     models = Path(env.get("PARLEY_MODELS_DIR", ROOT / "var" / "models"))
     return models / "SmolLM2-135M-Instruct"
-
-
-@dataclass(frozen=True)
-class Answer:
-    """One answer as serving records it: the prompt's and the answer's token ids, log-probs."""
-
-    prompt: str
-    prompt_token_ids: list[int]
-    response_token_ids: list[int]
-    logprobs: list[float]
-    text: str
-
-
-@dataclass(frozen=True)
-class UserReaction:
-    """What the simulated user did about one answer (the webapp's Feedback and next message)."""
-
-    truth: int  # +1 the answer met the preference, -1 it missed
-    rating: int = 0
-    comment: str = ""
-    correction: str = ""
-    next_state: str = ""
 
 
 @dataclass(frozen=True)
@@ -141,211 +107,6 @@ class ReplayOptions:
     max_repeating_extra: int | None = None  # None: max_degenerate_extra, as in the webapp
     holdout: int = GATE_HOLDOUT_SAMPLES  # 0: the gate sees no held-back feedback
     device: str = "cpu"  # "cuda": the same fp32 arithmetic on a GPU (labelled in the figures)
-
-
-def react(
-    preference: Preference, answer: str, feedback: str, *, token_ids: Sequence[int]
-) -> UserReaction:
-    """The simulated user's reaction to one answer, per the feedback kind.
-
-    A broken answer (looping, empty: ``bench.preferences.answer_flaws``) is a miss whatever
-    it begins with; the user says so (``flaw_comment``, after the preference's comment when
-    that is missed too) and rewrites nothing, since a correction of a loop would teach it."""
-    flaws = answer_flaws(answer, token_ids)
-    satisfied = preference.satisfied(answer)
-    good = satisfied and not flaws
-    truth = 1 if good else -1
-    said = [] if satisfied else [preference.comment]
-    if flaws:
-        said.append(flaw_comment(flaws))
-    comment = " ".join(said)
-    if feedback == "next_state":
-        text = POSITIVE_NEXT if good else NEGATIVE_NEXT.format(comment=comment)
-        return UserReaction(truth=truth, next_state=f"[user] {text}")
-    if feedback not in FEEDBACK_KINDS:
-        raise ValueError(f"unknown feedback {feedback!r}; one of {', '.join(FEEDBACK_KINDS)}")
-    if good or feedback == "thumbs":
-        return UserReaction(truth=truth, rating=truth)
-    correction = ""
-    if feedback == "corrections" and preference.correctable and not flaws:
-        correction = preference.correct(answer) or ""
-    return UserReaction(
-        truth=truth,
-        rating=-1,
-        comment=comment,
-        correction=correction,
-        next_state=f"[user feedback] {comment}",
-    )
-
-
-def _no_llm(messages: list[dict[str, str]], n: int, choices: Any = None) -> list[str]:
-    raise RuntimeError("the cue judge asks no language model")
-
-
-def judged_sample(answer: Answer, reaction: UserReaction, tokenizer: Any) -> tuple[Any, Any]:
-    """(the trainer's Sample or None when the turn has no signal, the judge's Verdict).
-
-    Mirrors the webapp: ``message_evidence`` (the user's hint from their comment),
-    ``judge_verdict`` (the default cue judge), ``_sample_kind`` and ``trainer_run._sample``.
-    """
-    from trainer.batch import Sample, hinted_prompt_ids
-    from trainer.judge import feedback_hint, is_useful_hint, judge_verdict
-
-    user_hint = None
-    if reaction.rating or reaction.comment or reaction.correction:
-        user_hint = feedback_hint(comment=reaction.comment, correction=reaction.correction, tags=())
-        user_hint = user_hint if is_useful_hint(user_hint) else None
-    verdict = judge_verdict(
-        kind="cues",
-        request=answer.prompt,
-        answer=answer.text,
-        next_state=reaction.next_state,
-        rating=reaction.rating,
-        user_hint=user_hint,
-        m=1,
-        complete=_no_llm,
-    )
-    if not (verdict.score or verdict.hint or reaction.correction):
-        return None, verdict
-    correction_ids = None
-    if reaction.correction:
-        correction_ids = tokenizer.encode(reaction.correction, add_special_tokens=False)
-        if tokenizer.eos_token_id is not None:
-            correction_ids.append(tokenizer.eos_token_id)
-    messages = [{"role": "user", "content": answer.prompt}]
-    sample = Sample(
-        prompt_token_ids=answer.prompt_token_ids,
-        response_token_ids=answer.response_token_ids,
-        sampler_logprobs=answer.logprobs,
-        reward=float(verdict.score),
-        hint=verdict.hint,
-        teacher_prompt_token_ids=(
-            hinted_prompt_ids(tokenizer, messages, verdict.hint) if verdict.hint else None
-        ),
-        correction_token_ids=correction_ids,
-    )
-    return sample, verdict
-
-
-def load_serving_model(model_dir: Path, adapter_dir: Path | None, device: str = "cpu") -> Any:
-    """The policy as serving runs it: the fp32 base, with the live adapter when there is one."""
-    import torch
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM
-
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
-    if adapter_dir is not None:
-        model = PeftModel.from_pretrained(model, str(adapter_dir))
-    return model.to(device).eval()
-
-
-def generate(
-    model: Any,
-    tokenizer: Any,
-    prompts: Sequence[str],
-    *,
-    max_new_tokens: int,
-    temperature: float,
-    seed: int,
-) -> list[Answer]:
-    """Answers to single-turn prompts (greedy at temperature 0), with each sampled token's raw
-    log-probability, the way vLLM reports it by default."""
-    import torch
-    import torch.nn.functional as F
-
-    from trainer.batch import chat_prompt_ids
-    from trainer.generation import left_pad
-
-    if not prompts:
-        return []
-    prompt_ids = [chat_prompt_ids(tokenizer, [{"role": "user", "content": p}]) for p in prompts]
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    eos_id = tokenizer.eos_token_id
-    input_ids, attention = left_pad(prompt_ids, pad_id)
-    width = input_ids.shape[1]
-    input_ids, attention = input_ids.to(model.device), attention.to(model.device)
-    sampling: dict[str, Any] = (
-        {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
-        if temperature > 0
-        else {"do_sample": False, "temperature": None, "top_k": None, "top_p": None}
-    )
-    torch.manual_seed(seed)
-    with torch.no_grad():
-        out = model.generate(
-            input_ids=input_ids,
-            attention_mask=attention,
-            max_new_tokens=max_new_tokens,
-            pad_token_id=pad_id,
-            eos_token_id=eos_id,
-            output_logits=True,
-            return_dict_in_generate=True,
-            use_cache=True,
-            **sampling,
-        )
-    new_B_N = out.sequences[:, width:]
-    logp_B_N_V = F.log_softmax(torch.stack(out.logits, dim=1).float(), dim=-1)
-    chosen_B_N = logp_B_N_V.gather(-1, new_B_N.unsqueeze(-1)).squeeze(-1)
-    answers = []
-    for row, prompt in enumerate(prompts):
-        ids = new_B_N[row].tolist()
-        if eos_id is not None and eos_id in ids:
-            ids = ids[: ids.index(eos_id) + 1]  # serving keeps the stop token it sampled
-        logprobs = chosen_B_N[row, : len(ids)].tolist()
-        text = tokenizer.decode(ids, skip_special_tokens=True)
-        answers.append(Answer(prompt, prompt_ids[row], ids, logprobs, text))
-    return answers
-
-
-def score_splits(
-    model: Any,
-    tokenizer: Any,
-    splits: dict[str, list[str]],
-    preferences: Sequence[Preference],
-    *,
-    max_new_tokens: int,
-) -> dict[str, dict[str, float]]:
-    """{preference: {split: share of greedy answers that meet it}} (``evaluate_splits``)."""
-    scores, _, _ = evaluate_splits(
-        model, tokenizer, splits, preferences, max_new_tokens=max_new_tokens
-    )
-    return scores
-
-
-def evaluate_splits(
-    model: Any,
-    tokenizer: Any,
-    splits: dict[str, list[str]],
-    preferences: Sequence[Preference],
-    *,
-    max_new_tokens: int,
-) -> tuple[dict[str, dict[str, float]], dict[str, float], list[str]]:
-    """({preference: {split: share of greedy answers that meet it}}, {split: share of broken
-    answers}, the start of the first few broken answers): every split's prompts are answered
-    in one greedy batch (one decoding loop per evaluation), then scored per split. An answer
-    meets a preference only when it is not broken (``Preference.meets``): a loop that starts
-    with "Sure!" has learnt nothing."""
-    scores: dict[str, dict[str, float]] = {p.name: {} for p in preferences}
-    flawed: dict[str, float] = {}
-    examples: list[str] = []
-    everything = [prompt for prompts in splits.values() for prompt in prompts]
-    answers = generate(
-        model, tokenizer, everything, max_new_tokens=max_new_tokens, temperature=0.0, seed=0
-    )
-    start = 0
-    for split, prompts in splits.items():
-        chunk = answers[start : start + len(prompts)]
-        start += len(prompts)
-        broken = [a.text for a in chunk if answer_flaws(a.text, a.response_token_ids)]
-        flawed[split] = _share(len(broken), len(chunk))
-        examples += [text[:100] for text in broken][: max(0, BROKEN_EXAMPLES - len(examples))]
-        for preference in preferences:
-            met = sum(preference.meets(a.text, a.response_token_ids) for a in chunk)
-            scores[preference.name][split] = _share(met, len(chunk))
-    return scores, flawed, examples
-
-
-def _share(count: int, total: int) -> float:
-    return count / total if total else float("nan")
 
 
 def update_config(options: ReplayOptions) -> Any:

@@ -35,7 +35,6 @@ from typing import Any
 from bench.common import record
 from bench.preferences import Preference, load_preferences, load_prompts
 from bench.replay import (
-    FEEDBACK_KINDS,
     MODE,
     SCORING,
     ReplayOptions,
@@ -50,6 +49,7 @@ from bench.replay import (
     torch_threads,
     write_figures,
 )
+from bench.simulated_user import FEEDBACK_KINDS
 
 REPLAY_SETTINGS = ("batch_size", "max_degenerate_extra", "probe_tokens", "gate_max_ppl_ratio")
 REPLAY_SETTINGS += ("max_repeating_extra", "holdout")

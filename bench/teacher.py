@@ -20,13 +20,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from bench.answering import generate, load_serving_model
 from bench.common import ROOT, record
 from bench.preferences import Preference, load_preferences, load_prompts
 from bench.replay import (
     ANSWER_TOKENS,
     default_model_dir,
-    generate,
-    load_serving_model,
     torch_threads,
 )
 

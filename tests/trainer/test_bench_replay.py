@@ -14,7 +14,7 @@ import torch
 import bench.replay
 import bench.sweep
 from bench.preferences import LOOP_COMMENT, Preference, answer_flaws, load_prompts
-from bench.replay import Answer, judged_sample, react
+from bench.simulated_user import Answer, judged_sample, react
 from tests.trainer.tiny import byte_tokenizer
 from trainer.config import UpdateConfig
 

@@ -1,0 +1,123 @@
+"""The policy answering prompts in the benchmark's own process, as serving would, and scored.
+
+``load_serving_model`` is the fp32 base with the live adapter, ``generate`` samples answers with
+the raw log-probs vLLM reports, and ``evaluate_splits`` answers the held-out splits greedily
+and scores them by each preference, a broken answer counting as a miss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.preferences import Preference, answer_flaws
+from bench.simulated_user import Answer
+
+BROKEN_EXAMPLES = 4  # broken held-out answers quoted per evaluation, so a figure can be checked
+
+
+def load_serving_model(model_dir: Path, adapter_dir: Path | None, device: str = "cpu") -> Any:
+    """The policy as serving runs it: the fp32 base, with the live adapter when there is one."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
+    if adapter_dir is not None:
+        model = PeftModel.from_pretrained(model, str(adapter_dir))
+    return model.to(device).eval()
+
+
+def generate(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    *,
+    max_new_tokens: int,
+    temperature: float,
+    seed: int,
+) -> list[Answer]:
+    """Answers to single-turn prompts (greedy at temperature 0), with each sampled token's raw
+    log-probability, the way vLLM reports it by default."""
+    import torch
+    import torch.nn.functional as F
+
+    from trainer.batch import chat_prompt_ids
+    from trainer.generation import left_pad
+
+    if not prompts:
+        return []
+    prompt_ids = [chat_prompt_ids(tokenizer, [{"role": "user", "content": p}]) for p in prompts]
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    eos_id = tokenizer.eos_token_id
+    input_ids, attention = left_pad(prompt_ids, pad_id)
+    width = input_ids.shape[1]
+    input_ids, attention = input_ids.to(model.device), attention.to(model.device)
+    sampling: dict[str, Any] = (
+        {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
+        if temperature > 0
+        else {"do_sample": False, "temperature": None, "top_k": None, "top_p": None}
+    )
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        out = model.generate(
+            input_ids=input_ids,
+            attention_mask=attention,
+            max_new_tokens=max_new_tokens,
+            pad_token_id=pad_id,
+            eos_token_id=eos_id,
+            output_logits=True,
+            return_dict_in_generate=True,
+            use_cache=True,
+            **sampling,
+        )
+    new_B_N = out.sequences[:, width:]
+    logp_B_N_V = F.log_softmax(torch.stack(out.logits, dim=1).float(), dim=-1)
+    chosen_B_N = logp_B_N_V.gather(-1, new_B_N.unsqueeze(-1)).squeeze(-1)
+    answers = []
+    for row, prompt in enumerate(prompts):
+        ids = new_B_N[row].tolist()
+        if eos_id is not None and eos_id in ids:
+            ids = ids[: ids.index(eos_id) + 1]  # serving keeps the stop token it sampled
+        logprobs = chosen_B_N[row, : len(ids)].tolist()
+        text = tokenizer.decode(ids, skip_special_tokens=True)
+        answers.append(Answer(prompt, prompt_ids[row], ids, logprobs, text))
+    return answers
+
+
+def evaluate_splits(
+    model: Any,
+    tokenizer: Any,
+    splits: dict[str, list[str]],
+    preferences: Sequence[Preference],
+    *,
+    max_new_tokens: int,
+) -> tuple[dict[str, dict[str, float]], dict[str, float], list[str]]:
+    """({preference: {split: share of greedy answers that meet it}}, {split: share of broken
+    answers}, the start of the first few broken answers): every split's prompts are answered
+    in one greedy batch (one decoding loop per evaluation), then scored per split. An answer
+    meets a preference only when it is not broken (``Preference.meets``): a loop that starts
+    with "Sure!" has learnt nothing."""
+    scores: dict[str, dict[str, float]] = {p.name: {} for p in preferences}
+    flawed: dict[str, float] = {}
+    examples: list[str] = []
+    everything = [prompt for prompts in splits.values() for prompt in prompts]
+    answers = generate(
+        model, tokenizer, everything, max_new_tokens=max_new_tokens, temperature=0.0, seed=0
+    )
+    start = 0
+    for split, prompts in splits.items():
+        chunk = answers[start : start + len(prompts)]
+        start += len(prompts)
+        broken = [a.text for a in chunk if answer_flaws(a.text, a.response_token_ids)]
+        flawed[split] = _share(len(broken), len(chunk))
+        examples += [text[:100] for text in broken][: max(0, BROKEN_EXAMPLES - len(examples))]
+        for preference in preferences:
+            met = sum(preference.meets(a.text, a.response_token_ids) for a in chunk)
+            scores[preference.name][split] = _share(met, len(chunk))
+    return scores, flawed, examples
+
+
+def _share(count: int, total: int) -> float:
+    return count / total if total else float("nan")
