@@ -294,7 +294,11 @@ def run_replay(
                         for key in sorted(probe)
                         if key.startswith(("held_back", "feedback_"))
                     }
-                    | {k: v for k, v in base_probe.items() if k.startswith("held_back")},
+                    | {
+                        key.replace("held_back_", "held_back_base_"): value
+                        for key, value in base_probe.items()
+                        if key.startswith("held_back_")
+                    },
                 )
                 if passed:
                     trained.extend(batch)

@@ -480,3 +480,33 @@ def test_the_replay_holds_back_recent_signed_samples_as_the_webapp_does() -> Non
     assert [s.response_token_ids for s in held] == [[3], [1], [0]]  # newest first, signed only
     assert [s.response_token_ids for s in bench.replay.held_back(trained, 1)] == [[3]]
     assert bench.replay.held_back(trained, 0) == []
+
+
+def test_each_candidate_is_checked_on_what_the_published_versions_were_trained_on(
+    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replay's gate sees the webapp's holdout: from the second update on, the signed
+    samples trained before, with the candidate's, the live version's and the base's loops on
+    their prompts recorded apart."""
+    monkeypatch.setattr(bench.replay, "gate", lambda probe, base, options: (True, []))
+    options = bench.replay.ReplayOptions(
+        model_dir=tiny_model_dir,
+        preference=SURE,
+        feedback="thumbs",  # every answer gets a sign
+        versions=3,
+        batch_size=2,
+        gen_tokens=4,
+        eval_tokens=4,
+        eval_limit=1,
+        eval_splits=("held_out",),
+    )
+    prompts = load_prompts(bench.replay.ROOT / "bench" / "data" / "prompts.json")
+    figures = bench.replay.run_replay(options, prompts, progress=False)
+    first, second, third = (v["held_back"] for v in figures["versions"][1:])
+    assert first == {"feedback_delta": 0.0, "feedback_samples": 0.0}  # nothing trained yet
+    assert second["feedback_samples"] == 2 and third["feedback_samples"] == 4
+    for kind in ("repeating", "empty"):
+        for who in ("held_back", "held_back_live", "held_back_base"):
+            assert f"{who}_{kind}" in third
+    assert 1 <= third["held_back_prompts"] <= 4
+    assert figures["gate"]["holdout"] == bench.replay.GATE_HOLDOUT_SAMPLES
