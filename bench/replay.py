@@ -144,17 +144,18 @@ def gate(probe: dict[str, float], base_probe: dict[str, float], options: ReplayO
     )
 
 
-def held_back(trained: list[Any], limit: int) -> list[Any]:
+def held_back(on_record: list[Any], limit: int) -> list[Any]:
     """What the webapp's ``holdout_ids`` holds back: the ``limit`` most recent samples with a
     sign (a reward or a correction) outside the batch. Here the batch is every sample still
-    waiting, so those are the most recent the published versions trained on.
+    waiting, so those are the most recent the published versions trained on (or that wait
+    for an algorithm that uses them: ``opd`` leaves a 👍 alone ready).
 
     >>> from trainer.batch import Sample
     >>> signed = [Sample([1], [n], [-1.0], reward=1.0) for n in range(3)]
     >>> [s.response_token_ids for s in held_back([*signed, Sample([1], [9], [-1.0])], 2)]
     [[2], [1]]
     """
-    signed = [s for s in trained if s.reward or s.correction_token_ids]
+    signed = [s for s in on_record if s.reward or s.correction_token_ids]
     return signed[::-1][:limit]
 
 
@@ -173,6 +174,7 @@ def run_replay(
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
+    from trainer.algorithms import algorithm_get
     from trainer.pipeline import train_and_probe
 
     hf_logging.disable_progress_bar()  # one bar: the versions'
@@ -206,7 +208,11 @@ def run_replay(
         }
     ]
     given_back: list[tuple[Any, int]] = []  # (sample, times refused)
-    trained: list[Any] = []  # the samples published versions were trained on, oldest first
+    # the samples published versions were trained on, and those left ready, oldest first
+    on_record: list[Any] = []
+    # the webapp's claim for an algorithm without rewards (opd) leaves a reward alone ready
+    needs_hint = not algorithm_get(options.algorithm).uses_reward
+    idle = 0  # such samples: ready, never claimed
     judge = {"votes": 0, "parsed": 0, "right": 0, "samples": 0, "hints": 0}
     turns = met = 0
     label = f"{options.preference.name} {options.feedback} {options.algorithm} s{options.seed}"
@@ -242,13 +248,18 @@ def run_replay(
                     samples.append(sample)
                     judge["hints"] += sample.hint is not None
             turns += len(answers)
+            judge["samples"] += len(samples)
+            if needs_hint:
+                unclaimed = [s for s in samples if not (s.hint or s.correction_token_ids)]
+                samples = [s for s in samples if s.hint or s.correction_token_ids]
+                idle += len(unclaimed)
+                on_record.extend(unclaimed)  # not trained: held back as ready ones are
             batch = [sample for sample, _ in given_back] + samples
             refusals = [count for _, count in given_back] + [0] * len(samples)
             # The webapp's refusal policy (trainer.refusals): a smaller step for samples refused
             # before. The webapp trains the oldest samples first and the new ones after; here
             # they share the next batch, so nothing waits a version.
             lr = backed_off_lr(config.lr, refusals=refusals, factor=REFUSAL_LR_FACTOR)
-            judge["samples"] += len(samples)
             entry: dict[str, Any] = {
                 "version": number,
                 "preference": wanted.name,
@@ -259,13 +270,15 @@ def run_replay(
                 "generate_seconds": time.perf_counter() - generated,
             }
             if not batch:
-                entry.update(published=False, reasons=["no sample with a signal"])
+                entry.update(
+                    published=False, reasons=["no sample with a signal this algorithm trains on"]
+                )
                 entry.update(scores=versions[-1]["scores"], ppl_ratio=versions[-1]["ppl_ratio"])
                 entry["flawed"] = versions[-1].get("flawed")
                 entry["witness_ppl_ratio"] = versions[-1].get("witness_ppl_ratio")
             else:
                 out_dir = work / f"v{number}"
-                holdout = held_back(trained, options.holdout)
+                holdout = held_back(on_record, options.holdout)
                 summary: dict[str, Any] = {}
                 for metrics in train_and_probe(
                     dataclasses.replace(config, lr=lr),
@@ -301,7 +314,7 @@ def run_replay(
                     },
                 )
                 if passed:
-                    trained.extend(batch)
+                    on_record.extend(batch)
                     live, given_back = out_dir, []
                 else:
                     refused = [(s, n + 1) for s, n in zip(batch, refusals, strict=True)]
@@ -328,7 +341,7 @@ def run_replay(
                     entry["scores"] = versions[-1]["scores"]
                     entry["flawed"] = versions[-1].get("flawed")
                     entry["witness_ppl_ratio"] = versions[-1].get("witness_ppl_ratio")
-            entry["waiting"] = len(given_back)
+            entry["waiting"] = len(given_back) + idle
             entry["seconds"] = time.perf_counter() - version_started
             versions.append(entry)
             bar.update(1)

@@ -510,3 +510,28 @@ def test_each_candidate_is_checked_on_what_the_published_versions_were_trained_o
             assert f"{who}_{kind}" in third
     assert 1 <= third["held_back_prompts"] <= 4
     assert figures["gate"]["holdout"] == bench.replay.GATE_HOLDOUT_SAMPLES
+
+
+def test_opd_leaves_a_thumb_alone_ready_as_the_webapp_does(tiny_model_dir: Path) -> None:
+    """With thumbs only, opd has nothing to train: no update is made (the trainer raised on
+    such a batch), and every sample stays waiting, so the counts still add up."""
+    options = bench.replay.ReplayOptions(
+        model_dir=tiny_model_dir,
+        preference=SURE,
+        feedback="thumbs",
+        algorithm="opd",
+        versions=2,
+        batch_size=2,
+        gen_tokens=4,
+        eval_tokens=4,
+        eval_limit=1,
+        eval_splits=("held_out",),
+    )
+    prompts = load_prompts(bench.replay.ROOT / "bench" / "data" / "prompts.json")
+    figures = bench.replay.run_replay(options, prompts, progress=False)
+    for version in figures["versions"][1:]:
+        assert not version["published"]
+        assert version["reasons"] == ["no sample with a signal this algorithm trains on"]
+    summary = figures["summary"]
+    assert (summary["trained"], summary["waiting"], summary["excluded"]) == (0, 4, 0)
+    assert figures["judge"]["samples"] == 4

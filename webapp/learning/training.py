@@ -87,13 +87,17 @@ def lineage_samples(samples: QuerySet[Sample], *, owner_id: int | None) -> Query
 
 def claimable_samples(*, algorithm: str, owner_id: int | None = None) -> QuerySet[Sample]:
     """Ready samples of the kinds the algorithm trains on (trainer.algorithms), of a lineage,
-    leaving out those of users who paused learning (they stay ready for when they resume)."""
-    return lineage_samples(
-        Sample.objects.filter(
-            status=Sample.Status.READY, kind__in=algorithm_get(algorithm).sample_kinds
-        ).exclude(message__conversation__owner__learning_preference__paused=True),
-        owner_id=owner_id,
-    )
+    leaving out those of users who paused learning (they stay ready for when they resume).
+
+    An algorithm that uses no reward (``opd``) claims only samples with a hint or a correction:
+    a 👍 or 👎 alone gives it nothing to train, and a batch of only those could not train at
+    all. They stay ready (and count as held-back feedback) for an algorithm that uses them."""
+    claimable = Sample.objects.filter(
+        status=Sample.Status.READY, kind__in=algorithm_get(algorithm).sample_kinds
+    ).exclude(message__conversation__owner__learning_preference__paused=True)
+    if not algorithm_get(algorithm).uses_reward:
+        claimable = claimable.filter(~Q(hint="") | ~Q(correction=""))
+    return lineage_samples(claimable, owner_id=owner_id)
 
 
 SIGNAL = ~Q(reward=0) | ~Q(hint="") | ~Q(correction="")

@@ -95,6 +95,28 @@ def test_an_update_is_queued_only_when_the_batch_is_full(
     )
 
 
+def test_an_algorithm_without_rewards_never_claims_a_batch_it_cannot_train(settings) -> None:
+    """opd learns from hints and corrections only: 👍/👎 alone are not its batch (a batch of
+    only those made the trainer raise), and they stay ready for an algorithm that uses them."""
+    settings.TRAIN_BATCH_SIZE, settings.TRAIN_MAX_WAIT_S = 2, 3600
+    settings.TRAIN_ALGORITHM = "opd"
+    thumbs = _samples(3)
+    assert training.training_update_maybe_queue() is None
+    hinted, corrected = _samples(2)
+    Sample.objects.filter(pk=hinted.pk).update(hint="Start with 'Sure!'.")
+    Sample.objects.filter(pk=corrected.pk).update(correction="Sure! a")
+    update = training.training_update_maybe_queue()
+    assert update is not None and update.algorithm == "opd"
+    claimed = training.training_update_claim(update_id=update.pk)
+    assert claimed.summary["sample_ids"] == [hinted.pk, corrected.pk]
+    assert all(
+        s.status == Sample.Status.READY
+        for s in Sample.objects.filter(pk__in=[t.pk for t in thumbs])
+    )
+    # The other algorithms train on rewards: the oldest ready samples, thumbs first.
+    assert training.claimable_samples(algorithm="rl").order_by("created_at").first() == thumbs[0]
+
+
 def test_samples_that_waited_too_long_trigger_a_smaller_update(settings) -> None:
     settings.TRAIN_BATCH_SIZE, settings.TRAIN_MAX_WAIT_S = 8, 0
     _samples(1)
