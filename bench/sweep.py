@@ -100,7 +100,7 @@ def scored_label(label: str, figures: dict[str, Any]) -> str:
     """The label, marked when the run was scored before broken answers counted as misses, and
     naming ``holdout=0`` for a run whose gate held nothing back (every run before the tenth
     session) even where an older sweep stored its label without it."""
-    if "holdout" not in (figures.get("gate") or {}) and "holdout=" not in label:
+    if not (figures.get("gate") or {}).get("holdout") and "holdout=" not in label:
         base = label.removesuffix(OLD_SCORING)
         base = "holdout=0" if base == "defaults" else f"{base}, holdout=0"
         label = base + (OLD_SCORING if label.endswith(OLD_SCORING) else "")

@@ -25,7 +25,7 @@ from transformers import AutoTokenizer
 from trainer.batch import Sample
 from trainer.config import UpdateConfig
 from trainer.distributed import Launcher, run_update_launched
-from trainer.gate import probe_model
+from trainer.gate import HELD_BACK_TOKENS, probe_model
 from trainer.memory import gpu_budget
 from trainer.policy import load_policy, lora_snapshot, pick_device, release_memory
 from trainer.probes import PROBE_PROMPTS, PROBE_TEXT
@@ -77,6 +77,8 @@ def train_and_probe(
         longest = max(
             (len(s.prompt_token_ids) + len(s.response_token_ids) for s in samples), default=0
         )
+        # the gate answers the held-back prompts too (trainer.gate.HELD_BACK_TOKENS each)
+        longest = max([longest, *(len(s.prompt_token_ids) + HELD_BACK_TOKENS for s in holdout)])
         budget = gpu_budget(base_model_dir, config, dev, longest_sequence=longest)
         model = load_policy(base_model_dir, config, init_adapter_dir=init_adapter_dir, device=dev)
         live_weights = lora_snapshot(model)

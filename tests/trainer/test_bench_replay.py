@@ -465,6 +465,8 @@ def test_runs_whose_gate_held_nothing_back_never_share_a_row_with_those_that_did
     assert bench.sweep.run_label(held) == "defaults"
     none = {**figures, "gate": {"max_kl": 0.5, "holdout": 0}}
     assert bench.sweep.run_label(none) == "holdout=0"
+    # a sweep run with --holdout 0 on its command line stores its grid label, "defaults"
+    assert bench.sweep.run_label({**none, "settings_label": "defaults"}) == "holdout=0"
     path = bench.replay.write_figures(none, tmp_path, record_line=False)
     assert path.name == "replay-p-corrections-rl-s1-holdout0.json"
 

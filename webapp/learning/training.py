@@ -91,12 +91,17 @@ def claimable_samples(*, algorithm: str, owner_id: int | None = None) -> QuerySe
 
     An algorithm that uses no reward (``opd``) claims only samples with a hint or a correction:
     a 👍 or 👎 alone gives it nothing to train, and a batch of only those could not train at
-    all. They stay ready (and count as held-back feedback) for an algorithm that uses them."""
+    all. They stay ready (and count as held-back feedback) for an algorithm that uses them.
+    Likewise an algorithm that uses no hint (``rl``) leaves a hint-only OPD sample (it has no
+    reward to train) unless a correction comes with it."""
+    chosen = algorithm_get(algorithm)
     claimable = Sample.objects.filter(
-        status=Sample.Status.READY, kind__in=algorithm_get(algorithm).sample_kinds
+        status=Sample.Status.READY, kind__in=chosen.sample_kinds
     ).exclude(message__conversation__owner__learning_preference__paused=True)
-    if not algorithm_get(algorithm).uses_reward:
+    if not chosen.uses_reward:
         claimable = claimable.filter(~Q(hint="") | ~Q(correction=""))
+    if not chosen.uses_hint:
+        claimable = claimable.exclude(kind=Sample.Kind.OPD, correction="")
     return lineage_samples(claimable, owner_id=owner_id)
 
 
@@ -187,10 +192,16 @@ def training_update_claim(*, update_id: int) -> TrainingUpdate | None:
         .order_by("created_at")
         .values_list("pk", flat=True)[: settings.TRAIN_BATCH_SIZE]
     )
-    if not ids and update.owner_id is not None and learning_paused(user_id=update.owner_id):
-        # Queued before its owner paused: nothing of theirs may be trained now.
+    if not ids:
+        # Queued before its owner paused, or its samples were re-judged or deleted meanwhile.
+        paused = update.owner_id is not None and learning_paused(user_id=update.owner_id)
         update.status = TrainingUpdate.Status.FAILED
-        update.error = "Its owner paused learning before it started; nothing was trained."
+        update.error = (
+            "Its owner paused learning before it started; nothing was trained."
+            if paused
+            else "No ready sample this algorithm trains on was left when it started; "
+            "nothing was trained."
+        )
         update.finished_at = timezone.now()
         update.save(update_fields=["status", "error", "finished_at"])
         return None
@@ -416,4 +427,7 @@ def base_probe_cached() -> dict[str, float] | None:
 
 
 def base_probe_store(*, probe: dict[str, float]) -> None:
-    PolicyVersion.objects.filter(number=0).update(probe_metrics=probe)
+    """Keep the base's probe figures on version 0; not its answers to one update's held-back
+    prompts (``held_back_*``), which belong to that update alone."""
+    kept = {key: value for key, value in probe.items() if not key.startswith("held_back")}
+    PolicyVersion.objects.filter(number=0).update(probe_metrics=kept)

@@ -117,6 +117,33 @@ def test_an_algorithm_without_rewards_never_claims_a_batch_it_cannot_train(setti
     assert training.claimable_samples(algorithm="rl").order_by("created_at").first() == thumbs[0]
 
 
+def test_rl_leaves_a_hint_only_sample_and_an_emptied_claim_ends_cleanly(settings) -> None:
+    """A hint-only OPD sample has no reward for rl to train; and an update whose samples are
+    gone when it starts (re-judged, deleted) fails with a reason, not a trainer traceback."""
+    settings.TRAIN_BATCH_SIZE, settings.TRAIN_MAX_WAIT_S = 8, 0
+    settings.TRAIN_ALGORITHM = "rl"
+    [hinted] = _samples(1)
+    Sample.objects.filter(pk=hinted.pk).update(kind="opd", reward=0.0, hint="Say 'Sure!'.")
+    assert not training.claimable_samples(algorithm="rl").exists()
+    assert training.claimable_samples(algorithm="combined").get() == hinted
+    assert training.training_update_maybe_queue() is None
+    [thumb] = _samples(1)
+    update = training.training_update_maybe_queue()
+    assert update is not None
+    Sample.objects.filter(pk=thumb.pk).delete()
+    assert training.training_update_claim(update_id=update.pk) is None
+    update.refresh_from_db()
+    assert update.status == TrainingUpdate.Status.FAILED
+    assert update.error.startswith("No ready sample this algorithm trains on")
+
+
+def test_the_base_probe_kept_on_version_0_leaves_out_one_updates_held_back_answers() -> None:
+    training.base_probe_store(
+        probe={"probe_ppl": 20.0, "degenerate_repeating": 0.0, "held_back_repeating": 2.0}
+    )
+    assert training.base_probe_cached() == {"probe_ppl": 20.0, "degenerate_repeating": 0.0}
+
+
 def test_samples_that_waited_too_long_trigger_a_smaller_update(settings) -> None:
     settings.TRAIN_BATCH_SIZE, settings.TRAIN_MAX_WAIT_S = 8, 0
     _samples(1)
