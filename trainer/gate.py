@@ -148,8 +148,11 @@ def _feedback_figures(
     holdout: Sequence[Sample],
     live: Callable[[], AbstractContextManager[Any]],
 ) -> dict[str, float]:
-    """Mean over signed held-back samples of sign × (candidate − live) mean log-prob per token."""
-    deltas = []
+    """Mean over signed held-back samples of sign × (candidate − live) mean log-prob per token;
+    reported apart too for the targets to make likelier (liked and corrected answers,
+    ``feedback_delta_wanted``) and the disliked answers to make less likely
+    (``feedback_delta_disliked``), so a refusal says which side fell."""
+    deltas: dict[float, list[float]] = {1.0: [], -1.0: []}
     for sample in holdout:
         target = feedback_target(sample)
         if target is None:
@@ -158,11 +161,16 @@ def _feedback_figures(
         candidate = _mean_logprob(model, sample.prompt_token_ids, ids)
         with live():
             before = _mean_logprob(model, sample.prompt_token_ids, ids)
-        deltas.append(sign * (candidate - before))
-    return {
-        "feedback_delta": sum(deltas) / len(deltas) if deltas else 0.0,
-        "feedback_samples": float(len(deltas)),
+        deltas[sign].append(sign * (candidate - before))
+    every = deltas[1.0] + deltas[-1.0]
+    figures = {
+        "feedback_delta": sum(every) / len(every) if every else 0.0,
+        "feedback_samples": float(len(every)),
     }
+    for name, sign in (("wanted", 1.0), ("disliked", -1.0)):
+        if deltas[sign]:
+            figures[f"feedback_delta_{name}"] = sum(deltas[sign]) / len(deltas[sign])
+    return figures
 
 
 def _greedy_answers(

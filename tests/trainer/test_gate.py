@@ -198,6 +198,9 @@ def test_a_broken_update_is_refused_and_a_small_useful_one_passes(
     defaults = {"max_kl": 0.5, "max_ppl_ratio": 1.15, "max_feedback_drop": 0.05}
     useful = _update(tiny_model_dir, tmp_path / "useful", lr=1e-3)
     assert useful["probe"]["feedback_samples"] == 3 and useful["probe"]["feedback_delta"] > 0
+    # all three held back are corrections: the wanted side is the whole delta
+    assert useful["probe"]["feedback_delta_wanted"] == useful["probe"]["feedback_delta"]
+    assert "feedback_delta_disliked" not in useful["probe"]
     assert useful["probe"]["held_back_prompts"] == 3  # their answers counted for loops
     assert {"held_back_repeating", "held_back_empty"} <= useful["base_probe"].keys()
     assert gate_decision(useful["probe"], useful["base_probe"], **defaults) == (True, [])
