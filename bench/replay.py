@@ -144,18 +144,20 @@ def gate(probe: dict[str, float], base_probe: dict[str, float], options: ReplayO
     )
 
 
-def held_back(on_record: list[Any], limit: int) -> list[Any]:
+def held_back(on_record: list[Any], limit: int, *, live_batch: Sequence[Any] = ()) -> list[Any]:
     """What the webapp's ``holdout_ids`` holds back: the ``limit`` most recent samples with a
-    sign (a reward or a correction) outside the batch. Here the batch is every sample still
-    waiting, so those are the most recent the published versions trained on (or that wait
-    for an algorithm that uses them: ``opd`` leaves a 👍 alone ready).
+    sign (a reward or a correction) outside the batch and outside ``live_batch``, the batch that
+    trained the live version. Here the batch is every sample still waiting, so those are the
+    most recent the earlier versions trained on (or that wait for an algorithm that uses them:
+    ``opd`` leaves a 👍 alone ready).
 
     >>> from trainer.batch import Sample
     >>> signed = [Sample([1], [n], [-1.0], reward=1.0) for n in range(3)]
     >>> [s.response_token_ids for s in held_back([*signed, Sample([1], [9], [-1.0])], 2)]
     [[2], [1]]
     """
-    signed = [s for s in on_record if s.reward or s.correction_token_ids]
+    fitted = {id(s) for s in live_batch}
+    signed = [s for s in on_record if (s.reward or s.correction_token_ids) and id(s) not in fitted]
     return signed[::-1][:limit]
 
 
@@ -210,6 +212,7 @@ def run_replay(
     given_back: list[tuple[Any, int]] = []  # (sample, times refused)
     # the samples published versions were trained on, and those left ready, oldest first
     on_record: list[Any] = []
+    live_batch: list[Any] = []  # the samples that trained the live version
     # the webapp's claim for an algorithm without rewards (opd) leaves a reward alone ready
     needs_hint = not algorithm_get(options.algorithm).uses_reward
     idle = 0  # such samples: ready, never claimed
@@ -278,7 +281,7 @@ def run_replay(
                 entry["witness_ppl_ratio"] = versions[-1].get("witness_ppl_ratio")
             else:
                 out_dir = work / f"v{number}"
-                holdout = held_back(on_record, options.holdout)
+                holdout = held_back(on_record, options.holdout, live_batch=live_batch)
                 summary: dict[str, Any] = {}
                 for metrics in train_and_probe(
                     dataclasses.replace(config, lr=lr),
@@ -315,6 +318,7 @@ def run_replay(
                 )
                 if passed:
                     on_record.extend(batch)
+                    live_batch = list(batch)
                     live, given_back = out_dir, []
                 else:
                     refused = [(s, n + 1) for s, n in zip(batch, refusals, strict=True)]

@@ -482,6 +482,9 @@ def test_the_replay_holds_back_recent_signed_samples_as_the_webapp_does() -> Non
     assert [s.response_token_ids for s in held] == [[3], [1], [0]]  # newest first, signed only
     assert [s.response_token_ids for s in bench.replay.held_back(trained, 1)] == [[3]]
     assert bench.replay.held_back(trained, 0) == []
+    # never the batch that trained the live version: it has just fitted those
+    held = bench.replay.held_back(trained, 8, live_batch=trained[2:])
+    assert [s.response_token_ids for s in held] == [[1], [0]]
 
 
 def test_each_candidate_is_checked_on_what_the_published_versions_were_trained_on(
@@ -506,7 +509,9 @@ def test_each_candidate_is_checked_on_what_the_published_versions_were_trained_o
     figures = bench.replay.run_replay(options, prompts, progress=False)
     first, second, third = (v["held_back"] for v in figures["versions"][1:])
     assert first == {"feedback_delta": 0.0, "feedback_samples": 0.0}  # nothing trained yet
-    assert second["feedback_samples"] == 2 and third["feedback_samples"] == 4
+    # v2: only v1's batch is on record, and v1 (live) was trained on it: nothing held back
+    assert second == {"feedback_delta": 0.0, "feedback_samples": 0.0}
+    assert third["feedback_samples"] == 2  # v1's batch, not v2's (the live version's own)
     for kind in ("repeating", "empty"):
         for who in ("held_back", "held_back_live", "held_back_base"):
             assert f"{who}_{kind}" in third

@@ -241,13 +241,19 @@ def refusal_backoff(config: dict[str, Any], *, refusals: int) -> dict[str, Any]:
 def holdout_ids(*, exclude: list[int], owner_id: int | None = None) -> list[int]:
     """The most recent judged samples with a sign (a reward or a correction) not in the batch:
     ready ones the update leaves for later, and ones already trained into earlier versions.
-    Of the lineage's own feedback: a user's candidate is checked on what that user said."""
+    Of the lineage's own feedback: a user's candidate is checked on what that user said.
+
+    Not the batch that trained the live version itself: the live version has just fitted those
+    samples, so any candidate scored worse on them (on 5 of 8 refusals in the replay, all in the
+    versions where the preference was being learnt) whether it had learnt or not."""
+    live = policy_version_live(owner_id=owner_id)
     return list(
         lineage_samples(
             Sample.objects.filter(status__in=[Sample.Status.READY, Sample.Status.CONSUMED]),
             owner_id=owner_id,
         )
         .exclude(pk__in=exclude)
+        .exclude(update__produced_version=live)
         .filter(~Q(reward=0) | ~Q(correction=""))
         .order_by("-created_at", "-pk")
         .values_list("pk", flat=True)[: settings.GATE_HOLDOUT_SAMPLES]

@@ -372,3 +372,26 @@ def test_train_update_waits_while_another_update_holds_the_lock(pushed) -> None:
 
 def test_the_stored_sample_kinds_are_the_registrys() -> None:
     assert set(Sample.Kind.values) == set(SAMPLE_KINDS)
+
+
+def test_the_holdout_leaves_out_the_batch_that_trained_the_live_version(
+    settings, tmp_path, pushed
+) -> None:
+    """The live version has just fitted its own batch, so checking a candidate against it there
+    favours the live version: the holdout is older feedback, and ready feedback not claimed."""
+    settings.ADAPTERS_DIR, settings.TRAIN_BATCH_SIZE = tmp_path, 2
+    first_batch = _samples(2)
+    update = training.training_update_maybe_queue(force=True)
+    assert train_update(update.pk, run=FakeRun(), push=pushed) == 1
+    alice = get_user_model().objects.get(username="alice")
+    assert training.holdout_ids(exclude=[], owner_id=alice.pk) == []  # v1 fitted them
+    second_batch = _samples(2)
+    update = training.training_update_maybe_queue(force=True)
+    claimed = training.training_update_claim(update_id=update.pk)
+    assert claimed.summary["holdout_ids"] == []  # the batch is v2's, the rest v1's own
+    assert train_update(update.pk, run=FakeRun(), push=pushed) == 2
+    waiting = _samples(1)
+    held = training.holdout_ids(exclude=[], owner_id=alice.pk)
+    # newest first: the ready one, then v1's batch; v2's own batch is left out
+    assert held == [waiting[0].pk, *sorted((s.pk for s in first_batch), reverse=True)]
+    assert not {s.pk for s in second_batch} & set(held)
