@@ -463,6 +463,8 @@ def test_runs_whose_gate_held_nothing_back_never_share_a_row_with_those_that_did
     assert bench.sweep.run_label(old_scoring) == "holdout=0 (loops counted)"
     held = {**figures, "gate": {"max_kl": 0.5, "holdout": 8}}
     assert bench.sweep.run_label(held) == "defaults"
+    first_rule = {**figures, "gate": {"holdout": 8, "holdout_live_batch": True}}
+    assert bench.sweep.run_label(first_rule) == "holdout incl. live batch"
     none = {**figures, "gate": {"max_kl": 0.5, "holdout": 0}}
     assert bench.sweep.run_label(none) == "holdout=0"
     # a sweep run with --holdout 0 on its command line stores its grid label, "defaults"
