@@ -81,6 +81,19 @@ def _newest_version(system: RunningSystem) -> int:
     return _sql(system, "SELECT max(number) FROM learning_policyversion")[0][0]
 
 
+def _settled_status(system: RunningSystem, number: int, *, deadline: float) -> str:
+    """The version's status once the gate and the publish are done with it: a version is
+    recorded as a candidate when its update finishes and goes live only after every replica
+    has loaded its adapter, so asking for it in between would get vLLM's 404."""
+    while True:
+        status = _sql(
+            system, "SELECT status FROM learning_policyversion WHERE number = %s", (number,)
+        )[0][0]
+        if status != "candidate" or time.monotonic() > deadline:
+            return status
+        time.sleep(1)
+
+
 def _live_version(system: RunningSystem) -> int:
     return _sql(system, "SELECT number FROM learning_policyversion WHERE status = 'live'")[0][0]
 
@@ -248,13 +261,14 @@ def simulate(
             bar.write("no new version within 30 minutes; stopping")
             break
         seen = newest
-        status = _sql(
-            system, "SELECT status FROM learning_policyversion WHERE number = %s", (newest,)
-        )[0][0]
+        status = _settled_status(system, newest, deadline=time.monotonic() + 300)
         if status == "rejected":
             # The probe gate refused it: the user keeps going on the live version.
             run.rejected.append(newest)
             bar.write(f"v{newest} failed the probe gate (not published); continuing")
+            continue
+        if status != "live":  # not published within the deadline: say so, keep the live one
+            bar.write(f"v{newest} is {status} after 5 minutes, not live; continuing")
             continue
         live = newest
         seen = live
