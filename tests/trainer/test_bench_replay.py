@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -195,6 +196,15 @@ LOOP = "Sure!\n\nSure!\n\nSure!\n\nSure!\n\nSure!"
 LOOP_IDS = [34355, 17, 198, 198] * 4 + [34355, 17]  # as SmolLM2 encodes it: a 4-token loop
 
 
+def _tiny_options(model_dir: Path, **changes: Any) -> bench.replay.ReplayOptions:
+    """A replay on the tiny model: two answers per update, four-token answers, one prompt."""
+    settings: dict[str, Any] = {"batch_size": 2, "gen_tokens": 4, "eval_tokens": 4}
+    settings |= {"eval_limit": 1, "eval_splits": ("held_out",)}
+    return bench.replay.ReplayOptions(
+        model_dir=model_dir, preference=SURE, **{**settings, **changes}
+    )
+
+
 def test_the_preferences_doctests_hold() -> None:
     import doctest
 
@@ -237,17 +247,7 @@ def test_a_refused_update_gives_its_samples_back_with_a_smaller_step_then_exclud
     """The webapp's refusal policy in the replay: every sample is trained, waiting or
     excluded, and the counts add up."""
     monkeypatch.setattr(bench.replay, "gate", lambda probe, base, options: (False, ["test"]))
-    options = bench.replay.ReplayOptions(
-        model_dir=tiny_model_dir,
-        preference=SURE,
-        feedback="thumbs",
-        versions=4,
-        batch_size=2,
-        gen_tokens=4,
-        eval_tokens=4,
-        eval_limit=1,
-        eval_splits=("held_out",),
-    )
+    options = _tiny_options(tiny_model_dir, feedback="thumbs", versions=4)
     prompts = load_prompts(bench.replay.ROOT / "bench" / "data" / "prompts.json")
     figures = bench.replay.run_replay(options, prompts, progress=False)
     versions = figures["versions"][1:]
@@ -496,17 +496,7 @@ def test_each_candidate_is_checked_on_what_the_published_versions_were_trained_o
     samples trained before, with the candidate's, the live version's and the base's loops on
     their prompts recorded apart."""
     monkeypatch.setattr(bench.replay, "gate", lambda probe, base, options: (True, []))
-    options = bench.replay.ReplayOptions(
-        model_dir=tiny_model_dir,
-        preference=SURE,
-        feedback="thumbs",  # every answer gets a sign
-        versions=3,
-        batch_size=2,
-        gen_tokens=4,
-        eval_tokens=4,
-        eval_limit=1,
-        eval_splits=("held_out",),
-    )
+    options = _tiny_options(tiny_model_dir, feedback="thumbs", versions=3)  # every answer signed
     prompts = load_prompts(bench.replay.ROOT / "bench" / "data" / "prompts.json")
     figures = bench.replay.run_replay(options, prompts, progress=False)
     first, second, third = (v["held_back"] for v in figures["versions"][1:])
@@ -524,18 +514,7 @@ def test_each_candidate_is_checked_on_what_the_published_versions_were_trained_o
 def test_opd_leaves_a_thumb_alone_ready_as_the_webapp_does(tiny_model_dir: Path) -> None:
     """With thumbs only, opd has nothing to train: no update is made (the trainer raised on
     such a batch), and every sample stays waiting, so the counts still add up."""
-    options = bench.replay.ReplayOptions(
-        model_dir=tiny_model_dir,
-        preference=SURE,
-        feedback="thumbs",
-        algorithm="opd",
-        versions=2,
-        batch_size=2,
-        gen_tokens=4,
-        eval_tokens=4,
-        eval_limit=1,
-        eval_splits=("held_out",),
-    )
+    options = _tiny_options(tiny_model_dir, feedback="thumbs", algorithm="opd", versions=2)
     prompts = load_prompts(bench.replay.ROOT / "bench" / "data" / "prompts.json")
     figures = bench.replay.run_replay(options, prompts, progress=False)
     for version in figures["versions"][1:]:
