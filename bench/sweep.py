@@ -96,20 +96,26 @@ def run_label(figures: dict[str, Any]) -> str:
     return scored_label(label, figures)
 
 
+def _with_setting(label: str, alone: str, joined: str) -> str:
+    """The label naming one more setting: ``alone`` in place of "defaults", else ``joined``
+    after the others, the scoring mark kept last."""
+    marked = label.endswith(OLD_SCORING)
+    base = label.removesuffix(OLD_SCORING)
+    base = alone if base == "defaults" else f"{base}, {joined}"
+    return base + (OLD_SCORING if marked else "")
+
+
 def scored_label(label: str, figures: dict[str, Any]) -> str:
     """The label, marked when the run was scored before broken answers counted as misses, and
     naming ``holdout=0`` for a run whose gate held nothing back (every run before the tenth
     session) even where an older sweep stored its label without it."""
-    if not (figures.get("gate") or {}).get("holdout") and "holdout=" not in label:
-        base = label.removesuffix(OLD_SCORING)
-        base = "holdout=0" if base == "defaults" else f"{base}, holdout=0"
-        label = base + (OLD_SCORING if label.endswith(OLD_SCORING) else "")
-    if (figures.get("gate") or {}).get("holdout_live_batch") and "live batch" not in label:
+    gate = figures.get("gate") or {}
+    if not gate.get("holdout") and "holdout=" not in label:
+        label = _with_setting(label, "holdout=0", "holdout=0")
+    if gate.get("holdout_live_batch") and "live batch" not in label:
         # the tenth session's first held-back runs, before the live version's own batch was
         # left out of the holdout (marked by hand in their files)
-        base = label.removesuffix(OLD_SCORING)
-        base = "holdout incl. live batch" if base == "defaults" else f"{base}, live batch held"
-        label = base + (OLD_SCORING if label.endswith(OLD_SCORING) else "")
+        label = _with_setting(label, "holdout incl. live batch", "live batch held")
     old = figures.get("scoring") != SCORING and not label.endswith(OLD_SCORING)
     return f"{label}{OLD_SCORING}" if old else label
 

@@ -222,13 +222,17 @@ def _held_back_counts(
     """``{prefix}_<kind>``: how many greedy answers to the held-back prompts are of each
     ``HELD_BACK_KINDS`` kind."""
     answers = _greedy_answers_to_ids(model, tokenizer, prompt_ids, HELD_BACK_TOKENS)
-    counts = Counter(kind for _, _, kinds in answers for kind in kinds)
-    return {f"{prefix}_{kind}": float(counts[kind]) for kind in HELD_BACK_KINDS}
+    return _kind_counts(answers, HELD_BACK_KINDS, prefix)
 
 
-def _degenerate_counts(answers: list[tuple[Tensor, int, list[str]]]) -> dict[str, float]:
-    counts = Counter(kind for _, _, kinds in answers for kind in kinds)
-    return {f"degenerate_{kind}": float(counts[kind]) for kind in DEGENERATE_KINDS}
+def _kind_counts(
+    answers: list[tuple[Tensor, int, list[str]]],
+    kinds: Sequence[str] = DEGENERATE_KINDS,
+    prefix: str = "degenerate",
+) -> dict[str, float]:
+    """``{prefix}_<kind>``: how many of the answers are degenerate in each of ``kinds``."""
+    counts = Counter(kind for _, _, found in answers for kind in found)
+    return {f"{prefix}_{kind}": float(counts[kind]) for kind in kinds}
 
 
 def _kl_per_token(
@@ -301,14 +305,14 @@ def probe_model(
         "probe_kl_base": base_kl,
         "probe_ppl": candidate_ppl,
         "probe_kl_tokens": float(kl_tokens),
-        **_degenerate_counts(answers),
+        **_kind_counts(answers),
         **_feedback_figures(model, holdout, live),
     }
     base_figures = {
         "probe_kl": 0.0,
         "probe_ppl": base_ppl,
         "probe_kl_tokens": float(kl_tokens),
-        **_degenerate_counts(base_answers),
+        **_kind_counts(base_answers),
     }
     prompts = held_back_prompts(holdout)
     if prompts:
