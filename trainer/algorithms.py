@@ -45,6 +45,24 @@ class Algorithm:
         if unknown:
             raise ValueError(f"{self.name}: unknown sample kinds {sorted(unknown)}")
 
+    def unused_reason(self, *, kind: str, has_hint: bool, has_correction: bool) -> str:
+        """Why this algorithm never claims a sample of this shape ("" when it does); the claim
+        query in ``webapp.learning.training.claimable_samples`` applies the same two rules.
+
+        >>> ALGORITHMS["opd"].unused_reason(kind="rl", has_hint=False, has_correction=False)
+        'opd trains only hints and corrections; a thumb alone is kept for rl or combined'
+        >>> ALGORITHMS["combined"].unused_reason(kind="rl", has_hint=False, has_correction=False)
+        ''
+        """
+        if not self.uses_reward and not (has_hint or has_correction):
+            return (
+                f"{self.name} trains only hints and corrections; "
+                "a thumb alone is kept for rl or combined"
+            )
+        if not self.uses_hint and kind == "opd" and not has_correction:
+            return f"{self.name} trains only rewards; a hint alone is kept for opd or combined"
+        return ""
+
     @property
     def step_columns(self) -> tuple[str, ...]:
         """Every per-step metric in display order: step and loss first, throughput last."""

@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Count
 
+from trainer.algorithms import algorithm_get
 from webapp.learning.models import Judgement, PolicyVersion, Sample
 
 
@@ -107,9 +108,16 @@ def sample_counts(*, owner_id: int | None = None) -> dict[str, int]:
     by_status = dict(
         samples.values_list("status").annotate(n=Count("id")).values_list("status", "n")
     )
+    ready = samples.filter(status=Sample.Status.READY)
     return {
         "trained": by_status.get(Sample.Status.CONSUMED, 0),
         "waiting": by_status.get(Sample.Status.READY, 0),
+        # waiting, but of a shape the configured algorithm never claims (a 👍 alone under opd)
+        "unused_by_algorithm": sum(
+            1
+            for kind, hint, correction in ready.values_list("kind", "hint", "correction")
+            if sample_unused_reason(kind=kind, hint=hint, correction=correction)
+        ),
         "excluded": by_status.get(Sample.Status.EXCLUDED, 0)
         + by_status.get(Sample.Status.SUPERSEDED, 0),
         "excluded_without_reason": samples.filter(
@@ -120,12 +128,26 @@ def sample_counts(*, owner_id: int | None = None) -> dict[str, int]:
     }
 
 
+def sample_unused_reason(*, kind: str, hint: str, correction: str) -> str:
+    """Why the configured algorithm (``PARLEY_TRAIN_ALGORITHM``) never trains a ready sample
+    of this shape, or "": it stays ready, kept for an algorithm that uses it."""
+    return algorithm_get(settings.TRAIN_ALGORITHM).unused_reason(
+        kind=kind, has_hint=bool(hint), has_correction=bool(correction)
+    )
+
+
 def _status(judgement: Judgement, sample: Sample | None) -> str:
     parts = [f"judged {judgement.score:+d}" if judgement.score else "judged 0"]
     if sample is not None and (sample.hint or sample.correction):
         parts.append("hint taken")
     if sample is not None and sample.status == sample.Status.READY and sample.refusals:
         parts.append(f"waiting to train again (refused by the gate {sample.refusals}×)")
+    if sample is not None and sample.status == sample.Status.READY:
+        unused = sample_unused_reason(
+            kind=sample.kind, hint=sample.hint, correction=sample.correction
+        )
+        if unused:
+            parts.append(f"not trained: {unused}")
     if sample is not None and sample.status == sample.Status.EXCLUDED:
         reason = f": {sample.exclusion_reason}" if sample.exclusion_reason else ""
         parts.append(f"excluded from training{reason}")

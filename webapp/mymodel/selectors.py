@@ -23,7 +23,7 @@ from django.http import Http404
 
 from webapp.chat.models import Feedback, Message
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
-from webapp.learning.selectors import lineage_owner_id
+from webapp.learning.selectors import lineage_owner_id, sample_unused_reason
 
 TURNS_SHOWN = 200
 SAMPLES_SHOWN = 50
@@ -169,8 +169,9 @@ def version_turns(*, version: PolicyVersion, user: Any) -> list[Message]:
 
 
 def samples_not_trained(*, user: Any) -> list[Sample]:
-    """The user's samples still waiting (ready) or excluded, newest first, with their answers."""
-    return list(
+    """The user's samples still waiting (ready) or excluded, newest first, with their answers;
+    a ready one the configured algorithm never claims carries why in ``unused_reason``."""
+    samples = list(
         Sample.objects.filter(
             message__conversation__owner=user,
             status__in=[Sample.Status.READY, Sample.Status.EXCLUDED, Sample.Status.SUPERSEDED],
@@ -178,3 +179,10 @@ def samples_not_trained(*, user: Any) -> list[Sample]:
         .select_related("message__conversation")
         .order_by("-created_at", "-pk")[:SAMPLES_SHOWN]
     )
+    for sample in samples:
+        sample.unused_reason = (
+            sample_unused_reason(kind=sample.kind, hint=sample.hint, correction=sample.correction)
+            if sample.status == Sample.Status.READY
+            else ""
+        )
+    return samples

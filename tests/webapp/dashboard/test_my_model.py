@@ -10,8 +10,9 @@ from django.urls import reverse
 from tests.factories import JudgementFactory
 from tests.webapp.dashboard.conftest import judged, sampled, turn
 from webapp.chat.models import Feedback
+from webapp.learning import training
 from webapp.learning.models import Judgement, LearningPreference, PolicyVersion, TrainingUpdate
-from webapp.learning.selectors import policy_version_for
+from webapp.learning.selectors import learning_statuses, policy_version_for
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
@@ -225,6 +226,30 @@ def test_the_page_shows_samples_waiting_and_excluded_with_reasons(client, alice,
     assert "1 excluded" in page and "probe KL too high" in page
     assert "refused by the gate 2×" in page and "waiting for the next update" in page
     assert f"#message-{waiting.pk}" in page and "Bob waits" not in page
+
+
+def test_under_opd_a_thumb_alone_says_it_is_not_trained_and_why(client, settings, alice) -> None:
+    """opd claims only hinted or corrected samples: a 👍 alone stays ready for good, and the
+    page and the chat's learning status say so instead of "waiting for the next update"."""
+    settings.TRAIN_ALGORITHM = "opd"
+    thumb = sampled(judged(turn(alice, title="Liked", question="Nice?")))
+    thumb.hint = ""  # a 👍 alone: no hint, no correction
+    thumb.save(update_fields=["hint"])
+    hinted = sampled(judged(turn(alice, title="Hinted", question="Shorter?"), score=-1))
+    hinted.hint = "Answer in one sentence."
+    hinted.save(update_fields=["hint"])
+    claimable = set(training.claimable_samples(algorithm="opd").values_list("pk", flat=True))
+    assert claimable == {hinted.pk}  # the page agrees with the claim query
+    client.force_login(alice)
+    page = client.get(reverse("mymodel:index")).content.decode()
+    assert "2 sample(s) waiting (1 of a kind the training algorithm does not use)" in page
+    assert "not trained: opd trains only hints and corrections" in page
+    assert page.count("waiting for the next update") == 1  # the hinted one
+    status = learning_statuses(message_ids=[thumb.message_id, hinted.message_id])
+    assert "not trained: opd trains only hints" in status[thumb.message_id]
+    assert "not trained" not in status[hinted.message_id]
+    settings.TRAIN_ALGORITHM = "combined"
+    assert "not trained" not in learning_statuses(message_ids=[thumb.message_id])[thumb.message_id]
 
 
 def test_the_page_renders_with_messy_data(client, alice) -> None:

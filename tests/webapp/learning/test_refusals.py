@@ -50,6 +50,7 @@ def test_refused_samples_come_back_with_a_smaller_step_then_are_excluded(
         "excluded": 0,
         "excluded_without_reason": 0,
         "refused_waiting": 0,
+        "unused_by_algorithm": 0,
         "total": 3,
     }
 
@@ -88,6 +89,7 @@ def test_refused_samples_come_back_with_a_smaller_step_then_are_excluded(
         "excluded": 2,
         "excluded_without_reason": 0,
         "refused_waiting": 0,
+        "unused_by_algorithm": 0,
         "total": 3,
     }
 
