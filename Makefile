@@ -16,9 +16,9 @@ PYTEST_ARGS ?=
 # checkout's own: pytest keeps only its last three runs per root and deletes older ones, which
 # would pull the folders out from under a long run while another checkout runs pytest too.
 # /tmp keeps the socket paths short (unix sockets allow ~107 bytes).
-PYTEST_TMP := /tmp/parley-pytest-$(shell printf '%s' "$(CURDIR)" | cksum | cut -d' ' -f1)
+PYTEST_TMP ?= /tmp/parley-pytest-$(shell printf '%s' "$(CURDIR)" | cksum | cut -d' ' -f1)
 
-.PHONY: run test test-services lint bench model clean-venv vendor-static requirements-file
+.PHONY: run test test-deps test-services lint bench model clean-venv vendor-static requirements-file
 
 run: $(RUNTIME)
 	@$(PY) -m webapp.infra.launcher run
@@ -26,6 +26,9 @@ run: $(RUNTIME)
 test: $(TESTDEPS)
 	@mkdir -p $(PYTEST_TMP)
 	@PYTEST_DEBUG_TEMPROOT=$(PYTEST_TMP) $(PY) -m webapp.infra.launcher exec -- $(PY) -m pytest $(PYTEST_ARGS)
+
+# Everything the tests need, installed (what `make test` does first).
+test-deps: $(TESTDEPS)
 
 # The database and broker tests again, against external services (DATABASE_URL / REDIS_URL).
 test-services: $(TESTDEPS)
