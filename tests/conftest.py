@@ -65,6 +65,23 @@ class Stack:
             return conn.execute(query, params).fetchall()
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that use the running system go last, in their own order.
+
+    The system keeps working between its tests: its train worker trains every user's waiting
+    samples (the API, chat and browser tests leave feedback), several updates in a row on both
+    cores. Started in the middle of the session, it ran beside every later test, the trainer's
+    torch tests among them, and slowed them several times over (measured: updates still
+    training 25 minutes after the system started). Last, it only runs beside its own tests,
+    and stops with the session. ``trylast``: after pytest-django's reordering.
+    """
+    uses_stack = [item for item in items if "stack" in getattr(item, "fixturenames", ())]
+    if uses_stack:
+        chosen = {id(item) for item in uses_stack}
+        items[:] = [item for item in items if id(item) not in chosen] + uses_stack
+
+
 @pytest.fixture(scope="session")
 def stack(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
