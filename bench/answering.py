@@ -8,6 +8,7 @@ and scores them by each preference, a broken answer counting as a miss.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ from bench.preferences import Preference, answer_flaws
 from bench.simulated_user import Answer
 
 BROKEN_EXAMPLES = 4  # broken held-out answers quoted per evaluation, so a figure can be checked
+MISSED_EXAMPLES = 3  # per preference and split: unbroken answers that miss it, quoted
+EXAMPLE_CHARS = 100
 
 
 def load_serving_model(model_dir: Path, adapter_dir: Path | None, device: str = "cpu") -> Any:
@@ -86,6 +89,23 @@ def generate(
     return answers
 
 
+@dataclass
+class Evaluation:
+    """One evaluation of the held-out splits.
+
+    ``scores``: {preference: {split: share of greedy answers that meet it}}; ``flawed``:
+    {split: share of broken answers}; ``broken_examples``: the start of the first few broken
+    answers; ``missed_examples``: {preference: {split: the start of the first few answers that
+    are not broken and still miss it}}, so that a score under its target can be read, not
+    only counted.
+    """
+
+    scores: dict[str, dict[str, float]]
+    flawed: dict[str, float]
+    broken_examples: list[str] = field(default_factory=list)
+    missed_examples: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+
 def evaluate_splits(
     model: Any,
     tokenizer: Any,
@@ -93,15 +113,12 @@ def evaluate_splits(
     preferences: Sequence[Preference],
     *,
     max_new_tokens: int,
-) -> tuple[dict[str, dict[str, float]], dict[str, float], list[str]]:
-    """({preference: {split: share of greedy answers that meet it}}, {split: share of broken
-    answers}, the start of the first few broken answers): every split's prompts are answered
-    in one greedy batch (one decoding loop per evaluation), then scored per split. An answer
-    meets a preference only when it is not broken (``Preference.meets``): a loop that starts
-    with "Sure!" has learnt nothing."""
-    scores: dict[str, dict[str, float]] = {p.name: {} for p in preferences}
-    flawed: dict[str, float] = {}
-    examples: list[str] = []
+) -> Evaluation:
+    """Every split's prompts answered in one greedy batch (one decoding loop per evaluation),
+    then scored per split. An answer meets a preference only when it is not broken
+    (``Preference.meets``): a loop that starts with "Sure!" has learnt nothing."""
+    result = Evaluation({p.name: {} for p in preferences}, {})
+    result.missed_examples = {p.name: {} for p in preferences}
     everything = [prompt for prompts in splits.values() for prompt in prompts]
     answers = generate(
         model, tokenizer, everything, max_new_tokens=max_new_tokens, temperature=0.0, seed=0
@@ -110,13 +127,19 @@ def evaluate_splits(
     for split, prompts in splits.items():
         chunk = answers[start : start + len(prompts)]
         start += len(prompts)
-        broken = [a.text for a in chunk if answer_flaws(a.text, a.response_token_ids)]
-        flawed[split] = _share(len(broken), len(chunk))
-        examples += [text[:100] for text in broken][: max(0, BROKEN_EXAMPLES - len(examples))]
+        broken = [a for a in chunk if answer_flaws(a.text, a.response_token_ids)]
+        result.flawed[split] = _share(len(broken), len(chunk))
+        room = max(0, BROKEN_EXAMPLES - len(result.broken_examples))
+        result.broken_examples += [a.text[:EXAMPLE_CHARS] for a in broken][:room]
         for preference in preferences:
-            met = sum(preference.meets(a.text, a.response_token_ids) for a in chunk)
-            scores[preference.name][split] = _share(met, len(chunk))
-    return scores, flawed, examples
+            met = [preference.meets(a.text, a.response_token_ids) for a in chunk]
+            result.scores[preference.name][split] = _share(sum(met), len(chunk))
+            result.missed_examples[preference.name][split] = [
+                a.text[:EXAMPLE_CHARS]
+                for a, ok in zip(chunk, met, strict=True)
+                if not ok and a not in broken
+            ][:MISSED_EXAMPLES]
+    return result
 
 
 def _share(count: int, total: int) -> float:

@@ -70,9 +70,9 @@ def cross_scores(
     out = {}
     for who, adapter in {"base": None, **adapters}.items():
         model = load_serving_model(model_dir, Path(adapter) if adapter else None, device)
-        out[who], _, _ = evaluate_splits(
+        out[who] = evaluate_splits(
             model, tokenizer, splits, preferences, max_new_tokens=eval_tokens
-        )
+        ).scores
         del model
     return out
 

@@ -193,7 +193,7 @@ def run_replay(
     live: Path | None = None
     model = load_serving_model(options.model_dir, None, options.device)
     started = time.perf_counter()
-    scores, flawed, broken = evaluate_splits(
+    evaluation = evaluate_splits(
         model, tokenizer, splits, preferences, max_new_tokens=options.eval_tokens
     )
     base_witness_ppl = witness_perplexity(model, tokenizer)
@@ -202,9 +202,10 @@ def run_replay(
             "version": 0,
             "published": True,
             "turns": 0,
-            "scores": scores,
-            "flawed": flawed,
-            "broken_examples": broken,
+            "scores": evaluation.scores,
+            "flawed": evaluation.flawed,
+            "broken_examples": evaluation.broken_examples,
+            "missed_examples": evaluation.missed_examples,
             "ppl_ratio": 1.0,
             "witness_ppl_ratio": 1.0,
         }
@@ -330,13 +331,12 @@ def run_replay(
                 if passed:
                     evaluated = time.perf_counter()
                     model = load_serving_model(options.model_dir, live, options.device)
-                    entry["scores"], entry["flawed"], entry["broken_examples"] = evaluate_splits(
-                        model,
-                        tokenizer,
-                        splits,
-                        preferences,
-                        max_new_tokens=options.eval_tokens,
+                    evaluation = evaluate_splits(
+                        model, tokenizer, splits, preferences, max_new_tokens=options.eval_tokens
                     )
+                    entry["scores"], entry["flawed"] = evaluation.scores, evaluation.flawed
+                    entry["broken_examples"] = evaluation.broken_examples
+                    entry["missed_examples"] = evaluation.missed_examples
                     entry["witness_ppl_ratio"] = (
                         witness_perplexity(model, tokenizer) / base_witness_ppl
                     )

@@ -523,3 +523,37 @@ def test_opd_leaves_a_thumb_alone_ready_as_the_webapp_does(tiny_model_dir: Path)
     summary = figures["summary"]
     assert (summary["trained"], summary["waiting"], summary["excluded"]) == (0, 4, 0)
     assert figures["judge"]["samples"] == 4
+
+
+def test_an_evaluation_quotes_the_answers_that_miss_and_keeps_loops_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A score under its target can be read: the answers that miss the preference without being
+    broken are quoted per split (at most ``MISSED_EXAMPLES``), loops only among the broken."""
+    import bench.answering
+
+    loop = "Sure! " * 12
+    texts = {
+        "held_out": ["Sure! Paris.", "Paris is the capital.", loop],
+        "held_out_other": ["Here is a plan.", "First, boil water.", "Then", "Add salt.", "Done."],
+    }
+
+    def fake_generate(model: Any, tokenizer: Any, prompts: list[str], **_: Any) -> list[Answer]:
+        flat = [t for split in texts.values() for t in split]
+        assert len(prompts) == len(flat)  # one batch for every split
+        ids = [[5, 6] * 12 if t == loop else list(range(len(t))) for t in flat]
+        return [Answer(p, [1], i, [], t) for p, i, t in zip(prompts, ids, flat, strict=True)]
+
+    monkeypatch.setattr(bench.answering, "generate", fake_generate)
+    splits = {split: [f"q{k}" for k in range(len(t))] for split, t in texts.items()}
+    result = bench.answering.evaluate_splits(None, None, splits, [SURE], max_new_tokens=48)
+
+    assert result.scores == {"sure": {"held_out": 1 / 3, "held_out_other": 0.0}}
+    assert result.flawed == {"held_out": 1 / 3, "held_out_other": 0.0}
+    assert result.broken_examples == [loop[: bench.answering.EXAMPLE_CHARS]]
+    assert result.missed_examples == {
+        "sure": {
+            "held_out": ["Paris is the capital."],
+            "held_out_other": ["Here is a plan.", "First, boil water.", "Then"],
+        }
+    }
