@@ -46,8 +46,9 @@ class Algorithm:
             raise ValueError(f"{self.name}: unknown sample kinds {sorted(unknown)}")
 
     def unused_reason(self, *, kind: str, has_hint: bool, has_correction: bool) -> str:
-        """Why this algorithm never claims a sample of this shape ("" when it does); the claim
-        query in ``webapp.learning.training.claimable_samples`` applies the same two rules.
+        """Why this algorithm never claims a sample of this shape ("" when it does): the words
+        for the webapp's filter of the same two rules (``unused_by_algorithm`` in
+        ``webapp.learning.selectors``), which the claim leaves out and the counts name.
 
         >>> ALGORITHMS["opd"].unused_reason(kind="rl", has_hint=False, has_correction=False)
         'opd trains only hints and corrections; a thumb alone is kept for rl or combined'

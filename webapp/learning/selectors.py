@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from trainer.algorithms import algorithm_get
 from webapp.learning.models import Judgement, PolicyVersion, Sample
@@ -108,15 +108,13 @@ def sample_counts(*, owner_id: int | None = None) -> dict[str, int]:
     by_status = dict(
         samples.values_list("status").annotate(n=Count("id")).values_list("status", "n")
     )
-    ready = samples.filter(status=Sample.Status.READY)
+    unused = unused_by_algorithm(settings.TRAIN_ALGORITHM)
     return {
         "trained": by_status.get(Sample.Status.CONSUMED, 0),
         "waiting": by_status.get(Sample.Status.READY, 0),
         # waiting, but of a shape the configured algorithm never claims (a 👍 alone under opd)
-        "unused_by_algorithm": sum(
-            1
-            for kind, hint, correction in ready.values_list("kind", "hint", "correction")
-            if sample_unused_reason(kind=kind, hint=hint, correction=correction)
+        "unused_by_algorithm": (
+            samples.filter(unused, status=Sample.Status.READY).count() if unused else 0
         ),
         "excluded": by_status.get(Sample.Status.EXCLUDED, 0)
         + by_status.get(Sample.Status.SUPERSEDED, 0),
@@ -126,6 +124,21 @@ def sample_counts(*, owner_id: int | None = None) -> dict[str, int]:
         "refused_waiting": samples.filter(status=Sample.Status.READY, refusals__gt=0).count(),
         "total": sum(by_status.values()),
     }
+
+
+def unused_by_algorithm(algorithm: str) -> Q:
+    """The samples of a shape the algorithm never claims, as a filter (empty when it claims
+    every shape): under one that uses no reward (``opd``) a 👍 or 👎 alone, under one that
+    uses no hint (``rl``) a hint-only OPD sample. The claim leaves these out
+    (``webapp.learning.training.claimable_samples``) and the counts name them; the words for
+    each are ``trainer.algorithms.Algorithm.unused_reason``."""
+    chosen = algorithm_get(algorithm)
+    unused = Q()
+    if not chosen.uses_reward:
+        unused |= Q(hint="", correction="")
+    if not chosen.uses_hint:
+        unused |= Q(kind=Sample.Kind.OPD, correction="")
+    return unused
 
 
 def sample_unused_reason(*, kind: str, hint: str, correction: str) -> str:

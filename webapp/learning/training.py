@@ -47,7 +47,7 @@ from webapp.core.outbox import Task, enqueue
 from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.notify import push_learning_status
 from webapp.learning.preferences import learning_paused
-from webapp.learning.selectors import policy_version_live
+from webapp.learning.selectors import policy_version_live, unused_by_algorithm
 
 TRAINING_LOCK_KEY = 0x5041524C  # "PARL": the advisory lock id for single-flight training
 
@@ -98,10 +98,9 @@ def claimable_samples(*, algorithm: str, owner_id: int | None = None) -> QuerySe
     claimable = Sample.objects.filter(
         status=Sample.Status.READY, kind__in=chosen.sample_kinds
     ).exclude(message__conversation__owner__learning_preference__paused=True)
-    if not chosen.uses_reward:
-        claimable = claimable.filter(~Q(hint="") | ~Q(correction=""))
-    if not chosen.uses_hint:
-        claimable = claimable.exclude(kind=Sample.Kind.OPD, correction="")
+    unused = unused_by_algorithm(algorithm)
+    if unused:
+        claimable = claimable.exclude(unused)
     return lineage_samples(claimable, owner_id=owner_id)
 
 
