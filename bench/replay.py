@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -202,10 +202,7 @@ def run_replay(
             "version": 0,
             "published": True,
             "turns": 0,
-            "scores": evaluation.scores,
-            "flawed": evaluation.flawed,
-            "broken_examples": evaluation.broken_examples,
-            "missed_examples": evaluation.missed_examples,
+            **asdict(evaluation),
             "ppl_ratio": 1.0,
             "witness_ppl_ratio": 1.0,
         }
@@ -334,9 +331,7 @@ def run_replay(
                     evaluation = evaluate_splits(
                         model, tokenizer, splits, preferences, max_new_tokens=options.eval_tokens
                     )
-                    entry["scores"], entry["flawed"] = evaluation.scores, evaluation.flawed
-                    entry["broken_examples"] = evaluation.broken_examples
-                    entry["missed_examples"] = evaluation.missed_examples
+                    entry.update(asdict(evaluation))
                     entry["witness_ppl_ratio"] = (
                         witness_perplexity(model, tokenizer) / base_witness_ppl
                     )
