@@ -299,6 +299,7 @@ def run_replay(
                     published=bool(passed),
                     reasons=list(reasons),
                     probe_kl=probe.get("probe_kl"),
+                    probe_kl_base=probe.get("probe_kl_base"),
                     ppl_ratio=probe["probe_ppl"] / base_probe["probe_ppl"],
                     train_seconds=summary.get("seconds"),
                     gate_seconds=summary.get("gate_seconds"),
@@ -443,6 +444,12 @@ def summarise(versions: list[dict[str, Any]], preference: str) -> dict[str, Any]
         # (bench.witness); None for runs recorded before it was measured
         "worst_witness_ppl_ratio": max(
             (v["witness_ppl_ratio"] for v in versions if v.get("witness_ppl_ratio") is not None),
+            default=None,
+        ),
+        # how far the served lineage went from the base, KL per probe answer token: the gate
+        # limits each step (KL to the live version), never this distance
+        "farthest_from_base_kl": max(
+            (v["probe_kl_base"] for v in versions if v.get("probe_kl_base") and v["published"]),
             default=None,
         ),
     }

@@ -557,3 +557,20 @@ def test_an_evaluation_quotes_the_answers_that_miss_and_keeps_loops_apart(
             "held_out_other": ["Here is a plan.", "First, boil water.", "Then"],
         }
     }
+
+
+def test_the_benchmarks_useful_updates_pass_32_versions_in_a_row(tiny_model_dir: Path) -> None:
+    """The gate limits each step, never the distance from the base: 32 corrections batches in
+    a row, at the default settings and the default gate, are all published, and the lineage
+    ends farther from the base than ten of its largest steps (a gate measuring KL from the base
+    at the size of one step would have stopped it after a few versions)."""
+    options = _tiny_options(tiny_model_dir, feedback="corrections", versions=32)
+    prompts = load_prompts(bench.replay.ROOT / "bench" / "data" / "prompts.json")
+    figures = bench.replay.run_replay(options, prompts, progress=False)
+    summary, versions = figures["summary"], figures["versions"][1:]
+    assert summary["refused"] == [] and len(versions) == 32
+    assert (summary["trained"], summary["waiting"], summary["excluded"]) == (64, 0, 0)
+    # from v3 on the gate held back feedback the live version was not trained on
+    assert all(v["held_back"]["feedback_samples"] > 0 for v in versions[2:])
+    largest_step = max(v["probe_kl"] for v in versions)
+    assert summary["farthest_from_base_kl"] > 10 * largest_step > 0
