@@ -149,7 +149,10 @@ def update_metrics(*, limit: int = UPDATES_SHOWN, owner: Any = None) -> list[dic
 
 
 def version_probes(*, limit: int = VERSIONS_SHOWN, owner: Any = None) -> list[dict[str, Any]]:
-    """Each version's probe metrics (KL to the base model, perplexity), oldest first."""
+    """Each version's probe metrics, oldest first: the step it took (KL to the version it was
+    trained from, ``probe_kl``, the figure the gate limits), its distance from the base
+    (``probe_kl_base``, reported, never gated; None for versions recorded before it was) and
+    its perplexity."""
     versions = list(
         _of(PolicyVersion.objects.select_related("owner"), owner, "owner").order_by("-number")[
             :limit
@@ -163,6 +166,7 @@ def version_probes(*, limit: int = VERSIONS_SHOWN, owner: Any = None) -> list[di
             "status": v.status,
             "owner": v.owner.get_username() if v.owner_id else None,
             "probe_kl": v.probe_metrics.get("probe_kl"),
+            "probe_kl_base": v.probe_metrics.get("probe_kl_base"),
             "probe_ppl": v.probe_metrics.get("probe_ppl"),
         }
         for v in versions
@@ -180,6 +184,7 @@ def dashboard_data(*, owner: Any = None) -> dict[str, Any]:
             "owner": live.owner.get_username() if live.owner_id else None,
             "published_at": live.published_at.isoformat() if live.published_at else None,
             "probe_kl": live.probe_metrics.get("probe_kl"),
+            "probe_kl_base": live.probe_metrics.get("probe_kl_base"),
             "probe_ppl": live.probe_metrics.get("probe_ppl"),
         },
         "samples_ready": _of(

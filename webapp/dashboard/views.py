@@ -79,8 +79,11 @@ def charts(data: dict[str, Any]) -> dict[str, SafeString]:
             update_labels,
         ),
         "probe_kl": line_chart(
-            "Probe KL to the base model per version",
-            [Series("probe KL", [v["probe_kl"] for v in versions], "#7b3fbf")],
+            "Probe KL per version: its step (gated) and its distance from the base",
+            [
+                Series("step (KL to its parent)", [v["probe_kl"] for v in versions], "#7b3fbf"),
+                Series("from the base", [v["probe_kl_base"] for v in versions], "#d47a35"),
+            ],
             version_labels,
         ),
         "probe_ppl": line_chart(

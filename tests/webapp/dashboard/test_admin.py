@@ -118,6 +118,8 @@ def test_version_page_links_the_update_that_produced_it(admin_client_, chain) ->
     page = admin_client_.get(_url(PolicyVersion, "change", chain.version.pk)).content.decode()
     assert _url(TrainingUpdate, "change", chain.update.pk) in page
     assert "<td>probe_ppl</td><td>11</td>" in page
+    listing = admin_client_.get(_url(PolicyVersion, "changelist")).content.decode()
+    assert "step kl (gated)" in listing.lower() and "kl from base" in listing.lower()
 
 
 def test_conversation_page_shows_its_messages_read_only(admin_client_, chain) -> None:

@@ -89,6 +89,9 @@ def test_chart_data_matches_the_database(staff_client, alice, monkeypatch) -> No
         ],
     )
     empty = trained_update(3, metrics=[])
+    # only v2 records its distance from the base (v1 and v3 as versions from before it was)
+    second.produced_version.probe_metrics["probe_kl_base"] = 0.3
+    second.produced_version.save(update_fields=["probe_metrics"])
     monkeypatch.setattr(selectors, "reward_series", _with_window(selectors.reward_series, 3))
 
     data = staff_client.get(reverse("dashboard:data")).json()
@@ -132,6 +135,12 @@ def test_chart_data_matches_the_database(staff_client, alice, monkeypatch) -> No
     assert [v["probe_ppl"] for v in data["versions"]] == [
         v.probe_metrics.get("probe_ppl") for v in versions
     ]
+    # the step the gate limits and the distance from the base, apart; missing ones are None
+    assert [v["probe_kl"] for v in data["versions"]] == [None, 0.01, 0.02, 0.03]
+    assert [v["probe_kl_base"] for v in data["versions"]] == [None, None, 0.3, None]
+    panel = staff_client.get(reverse("dashboard:panel")).content.decode()
+    assert "its step (gated) and its distance from the base" in panel
+    assert "from the base v2: 0.3</title>" in panel and "step (KL to its parent) v3" in panel
 
     assert data["live_version"]["number"] == 0
     assert data["samples_ready"] == 3
@@ -248,6 +257,7 @@ def test_the_user_filter_narrows_every_view_to_one_lineage(staff_client, alice, 
         "owner": "alice",
         "published_at": None,
         "probe_kl": None,
+        "probe_kl_base": None,
         "probe_ppl": 12.5,
     }
     assert data["samples_ready"] == 1

@@ -32,6 +32,7 @@ class PolicyVersionAdmin(ViewOnlyAdmin):
         "status",
         "parent",
         "probe_kl",
+        "probe_kl_base",
         "probe_ppl",
         "produced_by_link",
         "created_at",
@@ -59,9 +60,13 @@ class PolicyVersionAdmin(ViewOnlyAdmin):
     def owner_label(self, obj: PolicyVersion) -> str:
         return owner_name(obj)
 
-    @admin.display(description="probe KL")
+    @admin.display(description="step KL (gated)")
     def probe_kl(self, obj: PolicyVersion) -> Any:
         return obj.probe_metrics.get("probe_kl", EMPTY)
+
+    @admin.display(description="KL from base")
+    def probe_kl_base(self, obj: PolicyVersion) -> Any:
+        return obj.probe_metrics.get("probe_kl_base", EMPTY)
 
     @admin.display(description="probe ppl")
     def probe_ppl(self, obj: PolicyVersion) -> Any:
