@@ -117,8 +117,11 @@ def evaluate_splits(
     """Every split's prompts answered in one greedy batch (one decoding loop per evaluation),
     then scored per split. An answer meets a preference only when it is not broken
     (``Preference.meets``): a loop that starts with "Sure!" has learnt nothing."""
-    result = Evaluation({p.name: {} for p in preferences}, {})
-    result.missed_examples = {p.name: {} for p in preferences}
+    result = Evaluation(
+        scores={p.name: {} for p in preferences},
+        flawed={},
+        missed_examples={p.name: {} for p in preferences},
+    )
     everything = [prompt for prompts in splits.values() for prompt in prompts]
     answers = generate(
         model, tokenizer, everything, max_new_tokens=max_new_tokens, temperature=0.0, seed=0
@@ -127,7 +130,8 @@ def evaluate_splits(
     for split, prompts in splits.items():
         chunk = answers[start : start + len(prompts)]
         start += len(prompts)
-        broken = [a for a in chunk if answer_flaws(a.text, a.response_token_ids)]
+        is_broken = [bool(answer_flaws(a.text, a.response_token_ids)) for a in chunk]
+        broken = [a for a, flawed in zip(chunk, is_broken, strict=True) if flawed]
         result.flawed[split] = _share(len(broken), len(chunk))
         room = max(0, BROKEN_EXAMPLES - len(result.broken_examples))
         result.broken_examples += [a.text[:EXAMPLE_CHARS] for a in broken][:room]
@@ -136,8 +140,8 @@ def evaluate_splits(
             result.scores[preference.name][split] = _share(sum(met), len(chunk))
             result.missed_examples[preference.name][split] = [
                 a.text[:EXAMPLE_CHARS]
-                for a, ok in zip(chunk, met, strict=True)
-                if not ok and a not in broken
+                for a, ok, flawed in zip(chunk, met, is_broken, strict=True)
+                if not ok and not flawed
             ][:MISSED_EXAMPLES]
     return result
 

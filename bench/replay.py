@@ -211,8 +211,9 @@ def run_replay(
     # the samples published versions were trained on, and those left ready, oldest first
     on_record: list[Any] = []
     live_batch: list[Any] = []  # the samples that trained the live version
-    # the webapp's claim for an algorithm without rewards (opd) leaves a reward alone ready
-    needs_hint = not algorithm_get(options.algorithm).uses_reward
+    # the webapp's claim leaves ready the samples of a shape the algorithm never trains: a
+    # reward alone under opd, a hint alone under rl (trainer.algorithms.Algorithm.unused_reason)
+    chosen = algorithm_get(options.algorithm)
     idle = 0  # such samples: ready, never claimed
     judge = {"votes": 0, "parsed": 0, "right": 0, "samples": 0, "hints": 0}
     turns = met = 0
@@ -250,9 +251,9 @@ def run_replay(
                     judge["hints"] += sample.hint is not None
             turns += len(answers)
             judge["samples"] += len(samples)
-            if needs_hint:
-                unclaimed = [s for s in samples if not (s.hint or s.correction_token_ids)]
-                samples = [s for s in samples if s.hint or s.correction_token_ids]
+            unclaimed = [s for s in samples if unused_by(chosen, s)]
+            if unclaimed:
+                samples = [s for s in samples if not unused_by(chosen, s)]
                 idle += len(unclaimed)
                 on_record.extend(unclaimed)  # not trained: held back as ready ones are
             batch = [sample for sample, _ in given_back] + samples
@@ -274,9 +275,7 @@ def run_replay(
                 entry.update(
                     published=False, reasons=["no sample with a signal this algorithm trains on"]
                 )
-                entry.update(scores=versions[-1]["scores"], ppl_ratio=versions[-1]["ppl_ratio"])
-                entry["flawed"] = versions[-1].get("flawed")
-                entry["witness_ppl_ratio"] = versions[-1].get("witness_ppl_ratio")
+                entry.update(still_served(versions[-1]), ppl_ratio=versions[-1]["ppl_ratio"])
             else:
                 out_dir = work / f"v{number}"
                 holdout = held_back(on_record, options.holdout, live_batch=live_batch)
@@ -338,9 +337,7 @@ def run_replay(
                     )
                     entry["eval_seconds"] = time.perf_counter() - evaluated
                 else:
-                    entry["scores"] = versions[-1]["scores"]
-                    entry["flawed"] = versions[-1].get("flawed")
-                    entry["witness_ppl_ratio"] = versions[-1].get("witness_ppl_ratio")
+                    entry.update(still_served(versions[-1]))
             entry["waiting"] = len(given_back) + idle
             entry["seconds"] = time.perf_counter() - version_started
             versions.append(entry)
@@ -423,6 +420,26 @@ def figures_of(
     }
 
 
+SERVED_FIGURES = ("scores", "flawed", "broken_examples", "missed_examples", "witness_ppl_ratio")
+
+
+def still_served(previous: dict[str, Any]) -> dict[str, Any]:
+    """A version that published nothing: the live version's evaluation stays what users get
+    (its scores, broken and missed answers, witness perplexity), carried to this entry."""
+    return {key: previous.get(key) for key in SERVED_FIGURES if key in previous}
+
+
+def unused_by(algorithm: Any, sample: Any) -> bool:
+    """Whether the webapp's claim leaves this sample ready under the algorithm: its kind as
+    ``webapp.learning.services`` stores it (a hint or correction without a reward is "opd"),
+    asked of ``Algorithm.unused_reason``."""
+    has_hint, has_correction = bool(sample.hint), bool(sample.correction_token_ids)
+    kind = "opd" if not sample.reward and (has_hint or has_correction) else "rl"
+    return bool(
+        algorithm.unused_reason(kind=kind, has_hint=has_hint, has_correction=has_correction)
+    )
+
+
 def summarise(versions: list[dict[str, Any]], preference: str) -> dict[str, Any]:
     """Per split: the score at v0, at v8 and v16 (when reached), the best and when it came."""
     result: dict[str, Any] = {
@@ -449,7 +466,11 @@ def summarise(versions: list[dict[str, Any]], preference: str) -> dict[str, Any]
         # how far the served lineage went from the base, KL per probe answer token: the gate
         # limits each step (KL to the live version), never this distance
         "farthest_from_base_kl": max(
-            (v["probe_kl_base"] for v in versions if v.get("probe_kl_base") and v["published"]),
+            (
+                v["probe_kl_base"]
+                for v in versions
+                if v.get("probe_kl_base") is not None and v["published"]
+            ),
             default=None,
         ),
     }

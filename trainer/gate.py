@@ -310,6 +310,7 @@ def probe_model(
     }
     base_figures = {
         "probe_kl": 0.0,
+        "probe_kl_base": 0.0,
         "probe_ppl": base_ppl,
         "probe_kl_tokens": float(kl_tokens),
         **_kind_counts(base_answers),

@@ -263,6 +263,32 @@ def test_a_refused_update_gives_its_samples_back_with_a_smaller_step_then_exclud
     assert figures["judge"]["samples"] == 8
     assert figures["refusal_policy"] == {"lr_factor": 0.5, "max_refusals": 3}
     assert figures["scoring"] == "meets-v2" and "flawed" in figures["versions"][0]
+    # a refused version still says what users get: the live version's answers, quoted
+    assert all({"broken_examples", "missed_examples"} <= v.keys() for v in versions)
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "left_ready"),
+    [("rl", {"hint alone"}), ("opd", {"thumb alone"}), ("combined", set())],
+)
+def test_the_replay_leaves_ready_what_the_webapps_claim_leaves(
+    algorithm: str, left_ready: set[str]
+) -> None:
+    from trainer.algorithms import algorithm_get
+    from trainer.batch import Sample
+
+    shapes = {
+        "thumb alone": Sample([1], [2], [-1.0], reward=1.0),
+        "hint alone": Sample(
+            [1], [2], [-1.0], reward=0.0, hint="Say 'Sure!'.", teacher_prompt_token_ids=[1, 4]
+        ),
+        "correction alone": Sample([1], [2], [-1.0], reward=0.0, correction_token_ids=[3]),
+        "hint and thumb": Sample(
+            [1], [2], [-1.0], reward=-1.0, hint="Say 'Sure!'.", teacher_prompt_token_ids=[1, 4]
+        ),
+    }
+    chosen = algorithm_get(algorithm)
+    assert {name for name, s in shapes.items() if bench.replay.unused_by(chosen, s)} == left_ready
 
 
 def test_the_prompt_file_keeps_the_old_split_and_adds_other_kinds() -> None:

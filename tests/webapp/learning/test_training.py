@@ -120,21 +120,27 @@ def test_an_algorithm_without_rewards_never_claims_a_batch_it_cannot_train(setti
 @pytest.mark.parametrize("algorithm", ["rl", "opd", "combined"])
 def test_the_claim_the_count_and_the_reason_agree_on_every_shape(settings, algorithm) -> None:
     """Each ready sample is either claimable or counted unused with a reason, never both and
-    never neither: a thumb alone, a hint alone (OPD kind), a hint with a thumb, a correction."""
+    never neither, on the shapes ``services._sample_kind`` stores: a thumb alone (rl), a hint
+    alone, a correction alone, a hint with a correction (opd), a hint with a thumb and a
+    correction with a thumb (combined)."""
     from webapp.learning.selectors import sample_counts, sample_unused_reason
 
     settings.TRAIN_ALGORITHM = algorithm
-    thumb, hint_only, hint_thumb, corrected = _samples(4)
+    thumb, hint_only, hint_thumb, corrected, both, corrected_thumb = _samples(6)
     Sample.objects.filter(pk=hint_only.pk).update(kind="opd", reward=0.0, hint="Say 'Sure!'.")
-    Sample.objects.filter(pk=hint_thumb.pk).update(hint="Say 'Sure!'.")
+    Sample.objects.filter(pk=hint_thumb.pk).update(kind="combined", hint="Say 'Sure!'.")
     Sample.objects.filter(pk=corrected.pk).update(kind="opd", reward=0.0, correction="Sure! a")
+    Sample.objects.filter(pk=both.pk).update(
+        kind="opd", reward=0.0, hint="Say 'Sure!'.", correction="Sure! b"
+    )
+    Sample.objects.filter(pk=corrected_thumb.pk).update(kind="combined", correction="Sure! c")
     claimable = set(training.claimable_samples(algorithm=algorithm).values_list("pk", flat=True))
     unused = {
         s.pk
         for s in Sample.objects.filter(status=Sample.Status.READY)
         if sample_unused_reason(kind=s.kind, hint=s.hint, correction=s.correction)
     }
-    every = {thumb.pk, hint_only.pk, hint_thumb.pk, corrected.pk}
+    every = {thumb.pk, hint_only.pk, hint_thumb.pk, corrected.pk, both.pk, corrected_thumb.pk}
     assert claimable | unused == every and not claimable & unused
     assert sample_counts()["unused_by_algorithm"] == len(unused)
     assert unused == {"rl": {hint_only.pk}, "opd": {thumb.pk}, "combined": set()}[algorithm]
