@@ -251,11 +251,11 @@ def run_replay(
                     judge["hints"] += sample.hint is not None
             turns += len(answers)
             judge["samples"] += len(samples)
-            unclaimed = [s for s in samples if unused_by(chosen, s)]
-            if unclaimed:
-                samples = [s for s in samples if not unused_by(chosen, s)]
-                idle += len(unclaimed)
-                on_record.extend(unclaimed)  # not trained: held back as ready ones are
+            unused = [unused_by(chosen, s) for s in samples]
+            unclaimed = [s for s, left in zip(samples, unused, strict=True) if left]
+            samples = [s for s, left in zip(samples, unused, strict=True) if not left]
+            idle += len(unclaimed)
+            on_record.extend(unclaimed)  # not trained: held back as ready ones are
             batch = [sample for sample, _ in given_back] + samples
             refusals = [count for _, count in given_back] + [0] * len(samples)
             # The webapp's refusal policy (trainer.refusals): a smaller step for samples refused
@@ -426,7 +426,7 @@ SERVED_FIGURES = ("scores", "flawed", "broken_examples", "missed_examples", "wit
 def still_served(previous: dict[str, Any]) -> dict[str, Any]:
     """A version that published nothing: the live version's evaluation stays what users get
     (its scores, broken and missed answers, witness perplexity), carried to this entry."""
-    return {key: previous.get(key) for key in SERVED_FIGURES if key in previous}
+    return {key: previous[key] for key in SERVED_FIGURES if key in previous}
 
 
 def unused_by(algorithm: Any, sample: Any) -> bool:
