@@ -712,9 +712,18 @@ def _replay_seeds(
             switch_after=args.switch_after,
             **base_options(args, preferences),
         )
-        figures = run_replay(options, prompts, progress=not args.quiet)
+        then = f"-then-{args.then}" if args.then else ""
+        partial = (
+            args.out_dir
+            / "partial"
+            / (  # the curve so far, while it runs
+                f"{args.name}{then}-{args.feedback}-{args.algorithm}-s{seed}-{os.getpid()}.json"
+            )
+        )
+        figures = run_replay(options, prompts, progress=not args.quiet, partial=partial)
         figures["command"] = command
         path = write_figures(figures, args.out_dir)
+        partial.unlink(missing_ok=True)
         print(format_run(figures))
         print(f"bench | wrote {path}")
         if not args.no_plot:

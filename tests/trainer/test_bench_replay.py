@@ -68,6 +68,7 @@ def test_replay_records_before_it_plots_and_runs_without_matplotlib(
     written = json.loads(next(tmp_path.glob("replay-*.json")).read_text())
     assert written["versions"] == figures["versions"]
     assert not list(tmp_path.glob("*.png"))
+    assert not list((tmp_path / "partial").glob("*.json"))  # the curve so far, gone once written
 
 
 def test_replay_draws_only_after_the_figures_are_written(
