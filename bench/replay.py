@@ -66,6 +66,10 @@ GATE_HOLDOUT_SAMPLES = 8
 """The webapp's PARLEY_GATE_HOLDOUT_SAMPLES: the most recent judged samples with a sign, not in
 the update's batch, that the candidate is checked on (its feedback score and its answers'
 loops). Runs recorded before the replay held any back count as 0."""
+GATE_FRESH_SAMPLES = 2
+"""The webapp's PARLEY_GATE_FRESH_SAMPLES: the newest judged samples with a sign (at most a
+quarter of those waiting) that an update leaves for the next one, so the gate scores the
+candidate on feedback no version has trained on. Runs recorded before count as 0."""
 BATCH_SIZE = 8
 ANSWER_TOKENS = 48
 """Most tokens of a simulated answer and of a scored held-out answer, unless set."""
@@ -106,6 +110,7 @@ class ReplayOptions:
     max_degenerate_extra: int = GATE_MAX_DEGENERATE_EXTRA
     max_repeating_extra: int | None = None  # None: max_degenerate_extra, as in the webapp
     holdout: int = GATE_HOLDOUT_SAMPLES  # 0: the gate sees no held-back feedback
+    fresh: int = GATE_FRESH_SAMPLES  # 0: every waiting sample is trained at once
     device: str = "cpu"  # "cuda": the same fp32 arithmetic on a GPU (labelled in the figures)
 
 
@@ -142,6 +147,22 @@ def gate(probe: dict[str, float], base_probe: dict[str, float], options: ReplayO
         max_degenerate_extra=options.max_degenerate_extra,
         max_repeating_extra=options.max_repeating_extra,
     )
+
+
+def fresh_of(waiting: Sequence[Any], limit: int) -> list[Any]:
+    """What the webapp's ``fresh_ids`` leaves for the next update: the newest samples with a
+    sign among those waiting (oldest first), at most ``limit`` and a quarter of them.
+
+    >>> from trainer.batch import Sample
+    >>> waiting = [Sample([1], [n], [-1.0], reward=1.0) for n in range(9)]
+    >>> [s.response_token_ids for s in fresh_of([*waiting, Sample([1], [9], [-1.0])], 2)]
+    [[8], [7]]
+    >>> fresh_of(waiting[:7], 2) == [waiting[6]]
+    True
+    """
+    count = min(limit, len(waiting) // 4)
+    signed = [s for s in waiting if s.reward or s.correction_token_ids]
+    return signed[::-1][:count] if count > 0 else []
 
 
 def held_back(on_record: list[Any], limit: int, *, live_batch: Sequence[Any] = ()) -> list[Any]:
@@ -208,6 +229,7 @@ def run_replay(
         }
     ]
     given_back: list[tuple[Any, int]] = []  # (sample, times refused)
+    carried: list[Any] = []  # the newest samples the last update left for this one (fresh)
     # the samples published versions were trained on, and those left ready, oldest first
     on_record: list[Any] = []
     live_batch: list[Any] = []  # the samples that trained the live version
@@ -256,11 +278,15 @@ def run_replay(
             samples = [s for s, left in zip(samples, unused, strict=True) if not left]
             idle += len(unclaimed)
             on_record.extend(unclaimed)  # not trained: held back as ready ones are
-            batch = [sample for sample, _ in given_back] + samples
-            refusals = [count for _, count in given_back] + [0] * len(samples)
+            waiting = [*given_back, *((s, 0) for s in [*carried, *samples])]  # oldest first
+            fresh = fresh_of([sample for sample, _ in waiting], options.fresh)
+            carried = fresh  # left for the next update, as the webapp leaves them ready
+            kept = {id(sample) for sample in fresh}
+            batch = [sample for sample, _ in waiting if id(sample) not in kept]
+            refusals = [count for sample, count in waiting if id(sample) not in kept]
             # The webapp's refusal policy (trainer.refusals): a smaller step for samples refused
             # before. The webapp trains the oldest samples first and the new ones after; here
-            # they share the next batch, so nothing waits a version.
+            # they share the next batch, so nothing waits a version but the fresh ones.
             lr = backed_off_lr(config.lr, refusals=refusals, factor=REFUSAL_LR_FACTOR)
             entry: dict[str, Any] = {
                 "version": number,
@@ -289,6 +315,7 @@ def run_replay(
                     device=options.device,
                     max_new_tokens=options.probe_tokens,
                     holdout=holdout,
+                    fresh=fresh,
                 ):
                     if metrics.get("done"):
                         summary = metrics
@@ -306,7 +333,7 @@ def run_replay(
                     held_back={
                         key: probe[key]
                         for key in sorted(probe)
-                        if key.startswith(("held_back", "feedback_"))
+                        if key.startswith(("held_back", "feedback_", "fresh_feedback_"))
                     }
                     | {
                         key.replace("held_back_", "held_back_base_"): value
@@ -338,7 +365,7 @@ def run_replay(
                     entry["eval_seconds"] = time.perf_counter() - evaluated
                 else:
                     entry.update(still_served(versions[-1]))
-            entry["waiting"] = len(given_back) + idle
+            entry["waiting"] = len(given_back) + idle + len(carried)
             entry["seconds"] = time.perf_counter() - version_started
             versions.append(entry)
             bar.update(1)
@@ -406,6 +433,7 @@ def figures_of(
             "max_degenerate_extra": options.max_degenerate_extra,
             "max_repeating_extra": options.max_repeating_extra,
             "holdout": options.holdout,
+            "fresh": options.fresh,
         },
         "probe_tokens": options.probe_tokens,
         "refusal_policy": {"lr_factor": REFUSAL_LR_FACTOR, "max_refusals": MAX_REFUSALS},
@@ -491,6 +519,7 @@ _STEM_TAGS = {"max_degenerate_extra": "degenerate", "probe_tokens": "probe"}
 _STEM_TAGS |= {"max_repeating_extra": "repeating"}
 _STEM_TAGS |= {"gate_max_ppl_ratio": "gateppl"}
 _STEM_TAGS |= {"gen_tokens": "gen", "eval_tokens": "eval", "holdout": "holdout"}
+_STEM_TAGS |= {"fresh": "fresh"}
 
 
 def replay_settings(figures: dict[str, Any]) -> dict[str, Any]:
@@ -505,6 +534,7 @@ def replay_settings(figures: dict[str, Any]) -> dict[str, Any]:
         "gen_tokens": ANSWER_TOKENS,
         "eval_tokens": ANSWER_TOKENS,
         "holdout": GATE_HOLDOUT_SAMPLES,
+        "fresh": GATE_FRESH_SAMPLES,
     }
     used = {key: figures.get(key, default) for key, default in defaults.items()}
     gate = figures.get("gate") or {}
@@ -512,6 +542,8 @@ def replay_settings(figures: dict[str, Any]) -> dict[str, Any]:
     used["max_repeating_extra"] = gate.get("max_repeating_extra")
     used["gate_max_ppl_ratio"] = gate.get("max_ppl_ratio", GATE_MAX_PPL_RATIO)
     used["holdout"] = gate.get("holdout", 0)  # older runs held nothing back
+    # runs before the fourteenth session left no fresh samples (named where they held any back)
+    used["fresh"] = gate.get("fresh", 0 if gate.get("holdout") else GATE_FRESH_SAMPLES)
     return {key: value for key, value in used.items() if value != defaults[key]}
 
 
@@ -639,6 +671,14 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "(0: none, as runs before the tenth session)",
     )
     parser.add_argument(
+        "--fresh",
+        type=int,
+        default=GATE_FRESH_SAMPLES,
+        help="newest samples each update leaves for the next, to score the candidate on feedback "
+        "no version trained on, as PARLEY_GATE_FRESH_SAMPLES (0: none, as runs before the "
+        "fourteenth session)",
+    )
+    parser.add_argument(
         "--device", default="cpu", help="cpu, or cuda: the same fp32 arithmetic on a GPU"
     )
 
@@ -655,6 +695,7 @@ def base_options(args: argparse.Namespace, preferences: dict[str, Preference]) -
         "eval_limit": args.eval_limit,
         "device": args.device,
         "holdout": args.holdout,
+        "fresh": args.fresh,
     }
 
 

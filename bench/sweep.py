@@ -108,10 +108,14 @@ def _with_setting(label: str, alone: str, joined: str) -> str:
 def scored_label(label: str, figures: dict[str, Any]) -> str:
     """The label, marked when the run was scored before broken answers counted as misses, and
     naming ``holdout=0`` for a run whose gate held nothing back (every run before the tenth
-    session) even where an older sweep stored its label without it."""
+    session) and ``fresh=0`` for one that held back before updates left fresh samples (before
+    the fourteenth), even where an older sweep stored its label without it."""
     gate = figures.get("gate") or {}
     if not gate.get("holdout") and "holdout=" not in label:
         label = _with_setting(label, "holdout=0", "holdout=0")
+    if gate.get("holdout") and "fresh" not in gate and "fresh=" not in label:
+        # held back, but before updates left their newest samples for the next (fresh=0)
+        label = _with_setting(label, "fresh=0", "fresh=0")
     if gate.get("holdout_live_batch") and "live batch" not in label:
         # the tenth session's first held-back runs, before the live version's own batch was
         # left out of the holdout (marked by hand in their files)

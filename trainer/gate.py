@@ -16,10 +16,14 @@ Two pure halves, kept apart so the criteria can change without touching the meas
   - general quality against the base: perplexity on ordinary text, and no more degenerate
     answers (``degenerate_kinds``: empty, repeating, cut off, mixing scripts) on the probe
     prompts than the base gives;
-  - the user's own feedback: on recent judged samples this update did not train on, the
-    candidate must not score worse than the live version (``feedback_delta``), and its greedy
-    answers to those samples' prompts must not loop or come out empty more often than both the
-    live version's and the base's (plus the allowance): the probe prompts are five fixed
+  - the user's own feedback: on the newest judged samples, which the update held back and no
+    version has trained on (``fresh``), the candidate must not score worse than the live version
+    (``fresh_feedback_delta``); on recent samples trained into earlier versions (``holdout``) it
+    must not either (``feedback_delta``), unless it scores better on the fresh ones: the user's
+    newest word outranks their older one, so a change of mind is learnt, and a candidate that
+    merely forgets old wording while it learns what the user asks now is kept. Its greedy
+    answers to all those samples' prompts must not loop or come out empty more often than both
+    the live version's and the base's (plus the allowance): the probe prompts are five fixed
     questions, and a preference can break the model on the user's own kind of prompt first.
 
 KL is computed exactly over the vocabulary at each position of the candidate's own greedy
@@ -147,11 +151,12 @@ def _feedback_figures(
     model: torch.nn.Module,
     holdout: Sequence[Sample],
     live: Callable[[], AbstractContextManager[Any]],
+    prefix: str = "feedback",
 ) -> dict[str, float]:
-    """Mean over signed held-back samples of sign × (candidate − live) mean log-prob per token;
-    reported apart too for the targets to make likelier (liked and corrected answers,
-    ``feedback_delta_wanted``) and the disliked answers to make less likely
-    (``feedback_delta_disliked``), so a refusal says which side fell."""
+    """Mean over signed held-back samples of sign × (candidate − live) mean log-prob per token
+    (``{prefix}_delta``, over ``{prefix}_samples``); reported apart too for the targets to make
+    likelier (liked and corrected answers, ``{prefix}_delta_wanted``) and the disliked answers
+    to make less likely (``{prefix}_delta_disliked``), so a refusal says which side fell."""
     deltas: dict[float, list[float]] = {1.0: [], -1.0: []}
     for sample in holdout:
         target = feedback_target(sample)
@@ -164,12 +169,12 @@ def _feedback_figures(
         deltas[sign].append(sign * (candidate - before))
     every = deltas[1.0] + deltas[-1.0]
     figures = {
-        "feedback_delta": sum(every) / len(every) if every else 0.0,
-        "feedback_samples": float(len(every)),
+        f"{prefix}_delta": sum(every) / len(every) if every else 0.0,
+        f"{prefix}_samples": float(len(every)),
     }
     for name, sign in (("wanted", 1.0), ("disliked", -1.0)):
         if deltas[sign]:
-            figures[f"feedback_delta_{name}"] = sum(deltas[sign]) / len(deltas[sign])
+            figures[f"{prefix}_delta_{name}"] = sum(deltas[sign]) / len(deltas[sign])
     return figures
 
 
@@ -265,16 +270,19 @@ def probe_model(
     max_new_tokens: int = 24,
     live_weights: dict[str, Tensor] | None = None,
     holdout: Sequence[Sample] = (),
+    fresh: Sequence[Sample] = (),
 ) -> tuple[dict[str, float], dict[str, float]]:
     """(candidate figures, base figures) of an in-memory policy.
 
     ``live_weights``: the LoRA weights of the live version (``lora_snapshot`` before the
-    update); None means the live version is the base (the first update). ``holdout``: held-back
-    judged samples this update did not train on.
+    update); None means the live version is the base (the first update). ``holdout``: recent
+    judged samples trained into earlier versions, not this update; ``fresh``: the newest judged
+    samples, which the update held back and no version has trained on.
 
     Candidate: {"probe_kl": KL(candidate ‖ live) per answer token, "probe_kl_base": KL to the
     base (reported, never gated), "probe_ppl", "probe_kl_tokens", "degenerate_<kind>" counts,
-    "feedback_delta", "feedback_samples", and with a holdout "held_back_prompts" and the
+    "feedback_delta", "feedback_samples", "fresh_feedback_delta", "fresh_feedback_samples",
+    and with held-back samples of either kind "held_back_prompts" and the
     counts "held_back_<kind>" and "held_back_live_<kind>" (``HELD_BACK_KINDS``) of the
     candidate's and the live version's answers to its prompts}; base: its perplexity, degenerate
     counts and "held_back_<kind>". The model is left in eval mode; a caller that trains it again
@@ -307,6 +315,7 @@ def probe_model(
         "probe_kl_tokens": float(kl_tokens),
         **_kind_counts(answers),
         **_feedback_figures(model, holdout, live),
+        **_feedback_figures(model, fresh, live, prefix="fresh_feedback"),
     }
     base_figures = {
         "probe_kl": 0.0,
@@ -315,7 +324,7 @@ def probe_model(
         "probe_kl_tokens": float(kl_tokens),
         **_kind_counts(base_answers),
     }
-    prompts = held_back_prompts(holdout)
+    prompts = held_back_prompts([*fresh, *holdout])
     if prompts:
         candidate["held_back_prompts"] = float(len(prompts))
         candidate |= _held_back_counts(model, tokenizer, prompts, "held_back")
@@ -385,8 +394,12 @@ def gate_decision(
     - for each degenerate kind, at most ``max_degenerate_extra`` more degenerate probe answers
       than the base gives (``max_repeating_extra``, when given, for looping answers instead:
       a loop is rarely the noise of a style change a cut-off answer can be);
-    - with held-back feedback, ``feedback_delta`` ≥ −max_feedback_drop (nats per token), and
-      for each ``HELD_BACK_KINDS`` kind no more answers to the held-back prompts of that kind
+    - with fresh feedback (the newest, trained into no version), ``fresh_feedback_delta`` ≥
+      −max_feedback_drop (nats per token); with held-back feedback trained into earlier
+      versions, ``feedback_delta`` ≥ −max_feedback_drop too, unless ``fresh_feedback_delta`` > 0:
+      what the user said last outranks what they said before (a change of mind, or old wording
+      forgotten while the preference is learnt);
+    - for each ``HELD_BACK_KINDS`` kind no more answers to the held-back prompts of that kind
       than the live version gives, or than the base gives plus the same allowance as on the
       probes, whichever is more: a loop already served may be trained away, never grow.
     Missing degenerate or feedback figures (an older record) are not failures.
@@ -412,12 +425,21 @@ def gate_decision(
             reasons.append(
                 f"{count:.0f} {kind.replace('_', ' ')} probe answers (base: {base_count:.0f})"
             )
+    fresh_samples = metrics.get("fresh_feedback_samples", 0.0)
+    fresh = metrics.get("fresh_feedback_delta", math.nan) if fresh_samples > 0 else math.nan
+    if fresh_samples > 0 and not fresh >= -max_feedback_drop:  # NaN fails
+        reasons.append(
+            f"the newest feedback ({fresh_samples:.0f} samples no version trained on) scores "
+            f"{fresh:.4g} nats/token worse than the live version (allowed: {max_feedback_drop:.3g})"
+        )
     if metrics.get("feedback_samples", 0.0) > 0:
         delta = metrics.get("feedback_delta", math.nan)
-        if not math.isfinite(delta) or delta < -max_feedback_drop:
+        newest_rises = math.isfinite(delta) and fresh > 0  # a NaN fresh figure never rises
+        if not (delta >= -max_feedback_drop or newest_rises):
             reasons.append(
                 f"held-back feedback scores {delta:.4g} nats/token worse than the live version "
                 f"(allowed: {max_feedback_drop:.3g})"
+                + (f", and the newest no better ({fresh:+.4g})" if fresh_samples > 0 else "")
             )
     prompts = metrics.get("held_back_prompts", 0.0)
     for kind in HELD_BACK_KINDS if prompts > 0 else ():

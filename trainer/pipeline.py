@@ -46,12 +46,14 @@ def train_and_probe(
     probe_text: str = PROBE_TEXT,
     max_new_tokens: int = 24,
     holdout: Sequence[Sample] = (),
+    fresh: Sequence[Sample] = (),
 ) -> Iterator[dict[str, Any]]:
     """Yield each step's metrics, then the summary (``"done": True``) with two more keys:
     ``"probe"`` (the candidate's probe figures, ``trainer.gate.probe_model``) and
     ``"base_probe"`` (the base's, measured on the same weights in the same precision), plus
-    ``"gate_seconds"``. ``holdout``: judged samples not trained here, which the candidate must
-    not score worse on than the live version."""
+    ``"gate_seconds"``. ``holdout``: judged samples trained into earlier versions, not here;
+    ``fresh``: the newest judged samples, held back from every version so far. The candidate must
+    not score worse than the live version on either (``trainer.gate.gate_decision``)."""
     dev = pick_device(device)
     summary: dict[str, Any] = {}
     if processes > 1:
@@ -78,7 +80,9 @@ def train_and_probe(
             (len(s.prompt_token_ids) + len(s.response_token_ids) for s in samples), default=0
         )
         # the gate answers the held-back prompts too (trainer.gate.HELD_BACK_TOKENS each)
-        longest = max([longest, *(len(s.prompt_token_ids) + HELD_BACK_TOKENS for s in holdout)])
+        longest = max(
+            [longest, *(len(s.prompt_token_ids) + HELD_BACK_TOKENS for s in [*holdout, *fresh])]
+        )
         budget = gpu_budget(base_model_dir, config, dev, longest_sequence=longest)
         model = load_policy(base_model_dir, config, init_adapter_dir=init_adapter_dir, device=dev)
         live_weights = lora_snapshot(model)
@@ -106,6 +110,7 @@ def train_and_probe(
         max_new_tokens=max_new_tokens,
         live_weights=live_weights,
         holdout=holdout,
+        fresh=fresh,
     )
     del model, live_weights
     release_memory(dev)

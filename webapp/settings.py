@@ -288,9 +288,12 @@ GATE_MAX_REPEATING_EXTRA = (
     if env_str("PARLEY_GATE_MAX_REPEATING_EXTRA", "")
     else None
 )
-# and on this many recent judged samples held back from the update, how much worse (nats per
-# token, signed by the feedback) the candidate may score than the live version.
+# and on this many recent judged samples earlier versions trained on, and on this many of the
+# newest ones, left for the next update ("fresh": no version trained on them), how much worse
+# (nats per token, signed by the feedback) the candidate may score than the live version; it
+# may fall on the older ones only while it rises on the fresh ones.
 GATE_HOLDOUT_SAMPLES = env_int("PARLEY_GATE_HOLDOUT_SAMPLES", 8)
+GATE_FRESH_SAMPLES = env_int("PARLEY_GATE_FRESH_SAMPLES", 2)
 GATE_MAX_FEEDBACK_DROP = env_float("PARLEY_GATE_MAX_FEEDBACK_DROP", 0.05)
 # A refused update gives its samples back; each is retried with the learning rate times this
 # factor per refusal, and excluded (with the reason) after this many refusals.

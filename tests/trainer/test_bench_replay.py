@@ -248,7 +248,8 @@ def test_a_refused_update_gives_its_samples_back_with_a_smaller_step_then_exclud
     """The webapp's refusal policy in the replay: every sample is trained, waiting or
     excluded, and the counts add up."""
     monkeypatch.setattr(bench.replay, "gate", lambda probe, base, options: (False, ["test"]))
-    options = _tiny_options(tiny_model_dir, feedback="thumbs", versions=4)
+    # every waiting sample in the batch (no fresh ones left for the next: the test after this)
+    options = _tiny_options(tiny_model_dir, feedback="thumbs", versions=4, fresh=0)
     prompts = load_prompts(bench.replay.ROOT / "bench" / "data" / "prompts.json")
     figures = bench.replay.run_replay(options, prompts, progress=False)
     versions = figures["versions"][1:]
@@ -360,7 +361,7 @@ def test_answers_of_another_length_are_named_in_the_file_and_the_table(tmp_path:
         "overrides": {},
         "gen_tokens": 128,
         "eval_tokens": 128,
-        "gate": {"holdout": bench.replay.GATE_HOLDOUT_SAMPLES},
+        "gate": {"holdout": bench.replay.GATE_HOLDOUT_SAMPLES, "fresh": 2},
         "scoring": bench.replay.SCORING,
     }
     path = bench.replay.write_figures(figures, tmp_path, record_line=False)
@@ -388,7 +389,8 @@ def test_a_tighter_perplexity_gate_is_a_grid_setting_named_in_the_file_and_the_t
         "seed": 2,
         "batch_size": bench.replay.BATCH_SIZE,
         "overrides": {},
-        "gate": {"max_kl": 0.5, "max_ppl_ratio": 1.1, "max_degenerate_extra": 1, "holdout": 8},
+        "gate": {"max_kl": 0.5, "max_ppl_ratio": 1.1, "max_degenerate_extra": 1, "holdout": 8}
+        | {"fresh": bench.replay.GATE_FRESH_SAMPLES},
         "scoring": bench.replay.SCORING,
     }
     path = bench.replay.write_figures(figures, tmp_path, record_line=False)
@@ -404,7 +406,7 @@ def test_runs_scored_before_loops_counted_as_misses_never_share_a_row() -> None:
         {"version": 1, "published": True, "ppl_ratio": 1.0, "scores": {"p": {"held_out": 1.0}}},
     ]
     old = {"preference": "p", "feedback": "corrections", "algorithm": "combined", "seed": 0}
-    old |= {"gate": {"holdout": bench.replay.GATE_HOLDOUT_SAMPLES}}
+    old |= {"gate": {"holdout": bench.replay.GATE_HOLDOUT_SAMPLES, "fresh": 2}}
     old |= {"overrides": {}, "versions": versions, "judge": {"right": 0, "parsed": 0, "votes": 0}}
     old |= {"summary": bench.replay.summarise(versions, "p"), "seconds_per_version": 1.0}
     flawed = [{**v, "flawed": {"held_out": 0.25 * v["version"]}} for v in versions]
@@ -488,9 +490,16 @@ def test_runs_whose_gate_held_nothing_back_never_share_a_row_with_those_that_did
     assert bench.sweep.run_label({**figures, "settings_label": "lr=0.001"}) == "lr=0.001, holdout=0"
     old_scoring = {**figures, "scoring": None, "settings_label": "defaults (loops counted)"}
     assert bench.sweep.run_label(old_scoring) == "holdout=0 (loops counted)"
-    held = {**figures, "gate": {"max_kl": 0.5, "holdout": 8}}
+    held = {**figures, "gate": {"max_kl": 0.5, "holdout": 8, "fresh": 2}}
     assert bench.sweep.run_label(held) == "defaults"
-    first_rule = {**figures, "gate": {"holdout": 8, "holdout_live_batch": True}}
+    # held back, before updates left their newest samples for the next (the fourteenth session)
+    no_fresh = {**figures, "gate": {"max_kl": 0.5, "holdout": 8}}
+    assert bench.sweep.run_label(no_fresh) == "fresh=0"
+    assert bench.sweep.run_label({**no_fresh, "settings_label": "defaults"}) == "fresh=0"
+    assert bench.replay.write_figures(no_fresh, tmp_path, record_line=False).name == (
+        "replay-p-corrections-rl-s1-fresh0.json"
+    )
+    first_rule = {**figures, "gate": {"holdout": 8, "holdout_live_batch": True, "fresh": 2}}
     assert bench.sweep.run_label(first_rule) == "holdout incl. live batch"
     none = {**figures, "gate": {"max_kl": 0.5, "holdout": 0}}
     assert bench.sweep.run_label(none) == "holdout=0"
@@ -523,19 +532,41 @@ def test_each_candidate_is_checked_on_what_the_published_versions_were_trained_o
     samples trained before, with the candidate's, the live version's and the base's loops on
     their prompts recorded apart."""
     monkeypatch.setattr(bench.replay, "gate", lambda probe, base, options: (True, []))
-    options = _tiny_options(tiny_model_dir, feedback="thumbs", versions=3)  # every answer signed
+    # every answer signed; two per update, so none left fresh (at most a quarter is)
+    options = _tiny_options(tiny_model_dir, feedback="thumbs", versions=3)
     prompts = load_prompts(bench.replay.ROOT / "bench" / "data" / "prompts.json")
     figures = bench.replay.run_replay(options, prompts, progress=False)
     first, second, third = (v["held_back"] for v in figures["versions"][1:])
-    assert first == {"feedback_delta": 0.0, "feedback_samples": 0.0}  # nothing trained yet
+    nothing = {"feedback_delta": 0.0, "feedback_samples": 0.0}
+    nothing |= {"fresh_feedback_delta": 0.0, "fresh_feedback_samples": 0.0}
+    assert first == nothing  # nothing trained yet
     # v2: only v1's batch is on record, and v1 (live) was trained on it: nothing held back
-    assert second == {"feedback_delta": 0.0, "feedback_samples": 0.0}
+    assert second == nothing
     assert third["feedback_samples"] == 2  # v1's batch, not v2's (the live version's own)
     for kind in ("repeating", "empty"):
         for who in ("held_back", "held_back_live", "held_back_base"):
             assert f"{who}_{kind}" in third
     assert 1 <= third["held_back_prompts"] <= 4
     assert figures["gate"]["holdout"] == bench.replay.GATE_HOLDOUT_SAMPLES
+
+
+def test_each_update_leaves_its_newest_samples_to_check_the_next_candidate(
+    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the webapp's claim: the newest signed samples (at most a quarter of those waiting)
+    wait for the next update, and the gate scores the candidate on them: feedback no version
+    has trained on. Each is trained once, by the next update."""
+    monkeypatch.setattr(bench.replay, "gate", lambda probe, base, options: (True, []))
+    options = _tiny_options(tiny_model_dir, feedback="thumbs", versions=3, batch_size=4)
+    prompts = load_prompts(bench.replay.ROOT / "bench" / "data" / "prompts.json")
+    figures = bench.replay.run_replay(options, prompts, progress=False)
+    versions = figures["versions"][1:]
+    assert [v["samples"] for v in versions] == [3, 4, 4]  # 4 new, 1 left; 1 + 4, 1 left ...
+    assert [v["held_back"]["fresh_feedback_samples"] for v in versions] == [1, 1, 1]
+    assert [v["waiting"] for v in versions] == [1, 1, 1]
+    summary = figures["summary"]
+    assert (summary["trained"], summary["waiting"], summary["excluded"]) == (11, 1, 0)
+    assert figures["gate"]["fresh"] == bench.replay.GATE_FRESH_SAMPLES
 
 
 def test_opd_leaves_a_thumb_alone_ready_as_the_webapp_does(tiny_model_dir: Path) -> None:

@@ -179,6 +179,7 @@ def _update(tiny_model_dir: Path, out: Path, lr: float, init: Path | None = None
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     train = [_chat_sample(tokenizer, f"question {i}?", "Sure! ok") for i in range(4)]
     held_back = [_chat_sample(tokenizer, f"other {i}?", "Sure! fine") for i in range(3)]
+    fresh = [_chat_sample(tokenizer, "newest?", "Sure! new")]  # no version trained on it
     *_, summary = train_and_probe(
         UpdateConfig(lr=lr, target_modules=ALL_MODULES),
         train,
@@ -188,6 +189,7 @@ def _update(tiny_model_dir: Path, out: Path, lr: float, init: Path | None = None
         probe_prompts=PROBE_PROMPTS[:2],
         max_new_tokens=8,
         holdout=held_back,
+        fresh=fresh,
     )
     return summary
 
@@ -201,7 +203,10 @@ def test_a_broken_update_is_refused_and_a_small_useful_one_passes(
     # all three held back are corrections: the wanted side is the whole delta
     assert useful["probe"]["feedback_delta_wanted"] == useful["probe"]["feedback_delta"]
     assert "feedback_delta_disliked" not in useful["probe"]
-    assert useful["probe"]["held_back_prompts"] == 3  # their answers counted for loops
+    # the newest feedback, which the update left for the next, rose too
+    assert useful["probe"]["fresh_feedback_samples"] == 1
+    assert useful["probe"]["fresh_feedback_delta"] > 0
+    assert useful["probe"]["held_back_prompts"] == 4  # their answers counted for loops
     assert {"held_back_repeating", "held_back_empty"} <= useful["base_probe"].keys()
     assert gate_decision(useful["probe"], useful["base_probe"], **defaults) == (True, [])
     broken = _update(tiny_model_dir, tmp_path / "broken", lr=1.0)
@@ -218,6 +223,7 @@ def test_the_step_is_measured_from_the_live_version_not_the_base(
     second = _update(tiny_model_dir, tmp_path / "v2", lr=0.0, init=tmp_path / "v1")
     assert second["probe"]["probe_kl"] < 1e-6 < second["probe"]["probe_kl_base"]
     assert second["probe"]["feedback_delta"] == pytest.approx(0.0, abs=1e-6)
+    assert second["probe"]["fresh_feedback_delta"] == pytest.approx(0.0, abs=1e-6)
     # The second update continued the first's AdamW moments (its step counter went on).
     assert second["optimizer_state"] == "continued" and second["optimizer_steps"] == 4
     assert (tmp_path / "v2" / OPTIMIZER_STATE_FILE).is_file()
@@ -318,3 +324,28 @@ def test_an_adapter_trained_to_loop_is_refused_on_the_users_own_prompts(
     assert probe["held_back_repeating"] == 3, probe
     passed, reasons = gate_decision(probe, base, 100.0, 100.0, max_degenerate_extra=1)
     assert not passed and any("held-back prompts (live: 0, base: 0)" in r for r in reasons)
+
+
+def test_a_change_of_mind_outranks_older_feedback_at_the_gate() -> None:
+    """The gate's feedback rule: worse on the newest feedback (no version trained on it) is
+    refused; worse on older feedback is refused unless the newest rises."""
+    base = {"probe_ppl": 10.0}
+    fine = {"probe_kl": 0.01, "probe_ppl": 10.0}
+    older_falls = fine | {"feedback_delta": -0.2, "feedback_samples": 8.0}
+
+    def decide(metrics: dict[str, float]) -> tuple[bool, list[str]]:
+        return gate_decision(metrics, base, 0.5, 1.15, max_feedback_drop=0.05)
+
+    assert decide(older_falls)[0] is False  # no fresh samples: today's rule
+    changed_mind = older_falls | {"fresh_feedback_delta": 0.3, "fresh_feedback_samples": 2.0}
+    assert decide(changed_mind) == (True, [])
+    flat = older_falls | {"fresh_feedback_delta": -0.01, "fresh_feedback_samples": 2.0}
+    passed, [reason] = decide(flat)
+    assert not passed and "the newest no better (-0.01)" in reason
+    newest_falls = fine | {"fresh_feedback_delta": -0.2, "fresh_feedback_samples": 2.0}
+    passed, [reason] = decide(newest_falls)
+    assert not passed and reason.startswith("the newest feedback (2 samples")
+    # a figure that is not a number never passes
+    unknown = {"fresh_feedback_delta": math.nan, "fresh_feedback_samples": 2.0}
+    assert decide(fine | unknown)[0] is False
+    assert decide(changed_mind | {"feedback_delta": math.nan})[0] is False

@@ -19,8 +19,11 @@
   refusal each); the next update that trains them runs at ``PARLEY_TRAIN_REFUSAL_LR_FACTOR`` ^
   refusals times the learning rate (recorded in its config). A sample refused
   ``PARLEY_TRAIN_MAX_REFUSALS`` times is excluded, with the gate's reasons as its reason.
-- Each update holds back ``PARLEY_GATE_HOLDOUT_SAMPLES`` recent judged samples it does not
-  train on; the gate checks the candidate does not score worse on them than the live version.
+- Each update leaves its ``PARLEY_GATE_FRESH_SAMPLES`` newest judged samples with a sign for
+  the next one (at most a quarter of what is ready): no version has trained on them, so they
+  show whether the candidate got better or worse at what the user says now. The gate also
+  scores ``PARLEY_GATE_HOLDOUT_SAMPLES`` recent samples earlier versions trained on; the
+  candidate may fall on those only while it rises on the fresh ones (``trainer.gate``).
 - An update whose task the broker refused stays QUEUED; the periodic sweep queues it again
   (``training_updates_unqueued``), so it never blocks later updates through single flight.
 """
@@ -186,9 +189,11 @@ def training_update_claim(*, update_id: int) -> TrainingUpdate | None:
     update = TrainingUpdate.objects.select_for_update().get(pk=update_id)
     if update.status not in (TrainingUpdate.Status.QUEUED, TrainingUpdate.Status.RUNNING):
         return None
+    claimable = claimable_samples(algorithm=update.algorithm, owner_id=update.owner_id)
+    fresh = fresh_ids(claimable)
     ids = list(
-        claimable_samples(algorithm=update.algorithm, owner_id=update.owner_id)
-        .order_by("created_at")
+        claimable.exclude(pk__in=fresh)
+        .order_by("created_at", "pk")
         .values_list("pk", flat=True)[: settings.TRAIN_BATCH_SIZE]
     )
     if not ids:
@@ -211,7 +216,8 @@ def training_update_claim(*, update_id: int) -> TrainingUpdate | None:
     update.summary = {
         **update.summary,
         "sample_ids": ids,
-        "holdout_ids": holdout_ids(exclude=ids, owner_id=update.owner_id),
+        "fresh_ids": fresh,
+        "holdout_ids": holdout_ids(exclude=[*ids, *fresh], owner_id=update.owner_id),
     }
     update.metrics = []
     update.save(update_fields=["status", "started_at", "config", "summary", "metrics"])
@@ -235,6 +241,21 @@ def refusal_backoff(config: dict[str, Any], *, refusals: int) -> dict[str, Any]:
         "lr_before_refusals": base_lr,
         "refusals": refusals,
     }
+
+
+def fresh_ids(claimable: QuerySet[Sample]) -> list[int]:
+    """The newest ready samples with a sign, which this update leaves for the next one so the
+    gate can score the candidate on feedback no version has trained on: at most
+    ``PARLEY_GATE_FRESH_SAMPLES``, and at most a quarter of what is ready (a small batch, or one
+    the wait trigger started, trains whole). Each is trained by a later update, once."""
+    count = min(settings.GATE_FRESH_SAMPLES, claimable.count() // 4)
+    if count <= 0:
+        return []
+    return list(
+        claimable.filter(~Q(reward=0) | ~Q(correction=""))
+        .order_by("-created_at", "-pk")
+        .values_list("pk", flat=True)[:count]
+    )
 
 
 def holdout_ids(*, exclude: list[int], owner_id: int | None = None) -> list[int]:
@@ -302,8 +323,15 @@ def batch_for_update(*, update: TrainingUpdate) -> list[SampleRow]:
 
 
 def holdout_for_update(*, update: TrainingUpdate) -> list[SampleRow]:
-    """The judged samples the update holds back to check the candidate on, in id order."""
+    """The judged samples earlier versions trained on that the update checks the candidate on,
+    in id order."""
     return _rows(update.summary.get("holdout_ids", []))
+
+
+def fresh_for_update(*, update: TrainingUpdate) -> list[SampleRow]:
+    """The newest judged samples the update left for the next one, to check the candidate on
+    (none for an update claimed before they were kept apart), in id order."""
+    return _rows(update.summary.get("fresh_ids", []))
 
 
 def _rows(ids: list[int]) -> list[SampleRow]:

@@ -399,6 +399,38 @@ def test_train_update_waits_while_another_update_holds_the_lock(pushed) -> None:
         other.close()
 
 
+def test_the_newest_feedback_waits_for_the_next_update_and_checks_this_ones_candidate(
+    settings, tmp_path, pushed
+) -> None:
+    """An update leaves its newest signed samples (PARLEY_GATE_FRESH_SAMPLES, at most a quarter
+    of the batch) ready for the next one; the gate scores the candidate on them, feedback no
+    version has trained on, so what the user says now outranks what they said before."""
+    settings.ADAPTERS_DIR, settings.TRAIN_BATCH_SIZE = tmp_path, 8
+    assert settings.GATE_FRESH_SAMPLES == 2
+    samples = _samples(8)
+    update = training.training_update_maybe_queue(force=True)
+    run = FakeRun()
+    assert train_update(update.pk, run=run, push=pushed) == 1
+    update.refresh_from_db()
+    newest = [s.pk for s in samples[::-1][:2]]
+    assert update.summary["fresh_ids"] == newest
+    assert update.summary["sample_ids"] == [s.pk for s in samples[:6]]
+    assert not set(newest) & set(update.summary["holdout_ids"])
+    [job] = run.jobs
+    assert (len(job.samples), len(job.fresh)) == (6, 2)
+    statuses = dict(Sample.objects.values_list("pk", "status"))
+    assert [statuses[pk] for pk in newest] == ["ready", "ready"]  # trained by the next update
+    # the next update trains them first (the oldest ready), once
+    later = _samples(8)
+    update = training.training_update_maybe_queue(force=True)
+    assert train_update(update.pk, run=run, push=pushed) == 2
+    update.refresh_from_db()
+    assert set(newest) <= set(update.summary["sample_ids"])
+    assert update.summary["fresh_ids"] == [s.pk for s in later[::-1][:2]]
+    # a batch smaller than four trains whole: nothing is left fresh
+    assert training.fresh_ids(Sample.objects.filter(pk__in=newest)) == []
+
+
 def test_the_stored_sample_kinds_are_the_registrys() -> None:
     assert set(Sample.Kind.values) == set(SAMPLE_KINDS)
 

@@ -62,6 +62,7 @@ def train_and_gate(job: TrainJob, *, record_step: Callable[[dict[str, Any]], Non
         out_adapter_dir=job.out_dir,
         processes=job.processes,
         holdout=[_sample(row, tokenizer) for row in job.holdout],
+        fresh=[_sample(row, tokenizer) for row in job.fresh],
         **dirs,
     )
     summary: dict[str, Any] = {}

@@ -41,7 +41,10 @@ class TrainJob:
     gate_max_kl: float
     gate_max_ppl_ratio: float
     holdout: Sequence[training.SampleRow] = ()
-    """Judged samples not trained here: the candidate must not score worse on them than live."""
+    """Judged samples trained into earlier versions, not here (``trainer.gate``)."""
+    fresh: Sequence[training.SampleRow] = ()
+    """The newest judged samples, held back from this update: the candidate must not score
+    worse on them than live, and may score worse on ``holdout`` only while better on these."""
     gate_max_feedback_drop: float = 0.0
     gate_max_degenerate_extra: int = 0
     gate_max_repeating_extra: int | None = None
@@ -100,6 +103,7 @@ def train_update(update_id: int, *, run: TrainRun, push: AdapterPush | None = No
                 gate_max_kl=settings.GATE_MAX_KL,
                 gate_max_ppl_ratio=settings.GATE_MAX_PPL_RATIO,
                 holdout=training.holdout_for_update(update=update),
+                fresh=training.fresh_for_update(update=update),
                 gate_max_feedback_drop=settings.GATE_MAX_FEEDBACK_DROP,
                 gate_max_degenerate_extra=settings.GATE_MAX_DEGENERATE_EXTRA,
                 gate_max_repeating_extra=settings.GATE_MAX_REPEATING_EXTRA,
