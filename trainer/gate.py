@@ -18,10 +18,10 @@ Two pure halves, kept apart so the criteria can change without touching the meas
     prompts than the base gives;
   - the user's own feedback: on the newest judged samples, which the update held back and no
     version has trained on (``fresh``), the candidate must not score worse than the live version
-    (``fresh_feedback_delta``); on recent samples trained into earlier versions (``holdout``) it
-    must not either (``feedback_delta``), unless it scores better on the fresh ones: the user's
-    newest word outranks their older one, so a change of mind is learnt, and a candidate that
-    merely forgets old wording while it learns what the user asks now is kept. Its greedy
+    (``fresh_feedback_delta``). Recent samples trained into earlier versions (``holdout``) are
+    scored too (``feedback_delta``) but held to that only when there are no fresh ones: the
+    user's newest word outranks their older one, so a change of mind is learnt, and a candidate
+    that merely forgets old wording while it learns what the user asks now is kept. Its greedy
     answers to all those samples' prompts must not loop or come out empty more often than both
     the live version's and the base's (plus the allowance): the probe prompts are five fixed
     questions, and a preference can break the model on the user's own kind of prompt first.
@@ -395,10 +395,9 @@ def gate_decision(
       than the base gives (``max_repeating_extra``, when given, for looping answers instead:
       a loop is rarely the noise of a style change a cut-off answer can be);
     - with fresh feedback (the newest, trained into no version), ``fresh_feedback_delta`` ≥
-      −max_feedback_drop (nats per token); with held-back feedback trained into earlier
-      versions, ``feedback_delta`` ≥ −max_feedback_drop too, unless ``fresh_feedback_delta`` > 0:
-      what the user said last outranks what they said before (a change of mind, or old wording
-      forgotten while the preference is learnt);
+      −max_feedback_drop (nats per token): what the user says now outranks what they said
+      before, so ``feedback_delta`` (on feedback earlier versions trained on, reported) is held
+      to the same bound only when there is no fresh feedback (a batch under four);
     - for each ``HELD_BACK_KINDS`` kind no more answers to the held-back prompts of that kind
       than the live version gives, or than the base gives plus the same allowance as on the
       probes, whichever is more: a loop already served may be trained away, never grow.
@@ -426,20 +425,20 @@ def gate_decision(
                 f"{count:.0f} {kind.replace('_', ' ')} probe answers (base: {base_count:.0f})"
             )
     fresh_samples = metrics.get("fresh_feedback_samples", 0.0)
-    fresh = metrics.get("fresh_feedback_delta", math.nan) if fresh_samples > 0 else math.nan
-    if fresh_samples > 0 and not fresh >= -max_feedback_drop:  # NaN fails
-        reasons.append(
-            f"the newest feedback ({fresh_samples:.0f} samples no version trained on) scores "
-            f"{fresh:.4g} nats/token worse than the live version (allowed: {max_feedback_drop:.3g})"
-        )
-    if metrics.get("feedback_samples", 0.0) > 0:
+    if fresh_samples > 0:
+        fresh = metrics.get("fresh_feedback_delta", math.nan)
+        if not fresh >= -max_feedback_drop:  # NaN fails
+            reasons.append(
+                f"the newest feedback ({fresh_samples:.0f} samples no version trained on) scores "
+                f"{fresh:.4g} nats/token worse than the live version "
+                f"(allowed: {max_feedback_drop:.3g})"
+            )
+    elif metrics.get("feedback_samples", 0.0) > 0:
         delta = metrics.get("feedback_delta", math.nan)
-        newest_rises = math.isfinite(delta) and fresh > 0  # a NaN fresh figure never rises
-        if not (delta >= -max_feedback_drop or newest_rises):
+        if not delta >= -max_feedback_drop:
             reasons.append(
                 f"held-back feedback scores {delta:.4g} nats/token worse than the live version "
                 f"(allowed: {max_feedback_drop:.3g})"
-                + (f", and the newest no better ({fresh:+.4g})" if fresh_samples > 0 else "")
             )
     prompts = metrics.get("held_back_prompts", 0.0)
     for kind in HELD_BACK_KINDS if prompts > 0 else ():

@@ -290,8 +290,8 @@ GATE_MAX_REPEATING_EXTRA = (
 )
 # and on this many recent judged samples earlier versions trained on, and on this many of the
 # newest ones, left for the next update ("fresh": no version trained on them), how much worse
-# (nats per token, signed by the feedback) the candidate may score than the live version; it
-# may fall on the older ones only while it rises on the fresh ones.
+# (nats per token, signed by the feedback) the candidate may score than the live version; the
+# older ones decide only when there are no fresh ones.
 GATE_HOLDOUT_SAMPLES = env_int("PARLEY_GATE_HOLDOUT_SAMPLES", 8)
 GATE_FRESH_SAMPLES = env_int("PARLEY_GATE_FRESH_SAMPLES", 2)
 GATE_MAX_FEEDBACK_DROP = env_float("PARLEY_GATE_MAX_FEEDBACK_DROP", 0.05)

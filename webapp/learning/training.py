@@ -22,8 +22,8 @@
 - Each update leaves its ``PARLEY_GATE_FRESH_SAMPLES`` newest judged samples with a sign for
   the next one (at most a quarter of what is ready): no version has trained on them, so they
   show whether the candidate got better or worse at what the user says now. The gate also
-  scores ``PARLEY_GATE_HOLDOUT_SAMPLES`` recent samples earlier versions trained on; the
-  candidate may fall on those only while it rises on the fresh ones (``trainer.gate``).
+  scores ``PARLEY_GATE_HOLDOUT_SAMPLES`` recent samples earlier versions trained on, which
+  decide only when there are no fresh ones (``trainer.gate``).
 - An update whose task the broker refused stays QUEUED; the periodic sweep queues it again
   (``training_updates_unqueued``), so it never blocks later updates through single flight.
 """

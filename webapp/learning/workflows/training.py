@@ -44,7 +44,7 @@ class TrainJob:
     """Judged samples trained into earlier versions, not here (``trainer.gate``)."""
     fresh: Sequence[training.SampleRow] = ()
     """The newest judged samples, held back from this update: the candidate must not score
-    worse on them than live, and may score worse on ``holdout`` only while better on these."""
+    worse on them than live; ``holdout`` decides only where there are none."""
     gate_max_feedback_drop: float = 0.0
     gate_max_degenerate_extra: int = 0
     gate_max_repeating_extra: int | None = None
