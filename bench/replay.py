@@ -150,19 +150,22 @@ def gate(probe: dict[str, float], base_probe: dict[str, float], options: ReplayO
 
 
 def fresh_of(waiting: Sequence[Any], limit: int) -> list[Any]:
-    """What the webapp's ``fresh_ids`` leaves for the next update: the newest samples with a
-    sign among those waiting (oldest first), at most ``limit`` and a quarter of them.
+    """What the webapp's ``fresh_ids`` leaves for the next update: the ``limit`` newest samples
+    with a sign among those waiting (oldest first), when at least four times as many wait.
+    (The replay's samples all carry a sign, and the ones left before are older than the new
+    ones, so its other two rules, a batch left with a signal and never fresh twice, hold.)
 
     >>> from trainer.batch import Sample
     >>> waiting = [Sample([1], [n], [-1.0], reward=1.0) for n in range(9)]
     >>> [s.response_token_ids for s in fresh_of([*waiting, Sample([1], [9], [-1.0])], 2)]
     [[8], [7]]
-    >>> fresh_of(waiting[:7], 2) == [waiting[6]]
-    True
+    >>> fresh_of(waiting[:7], 2)
+    []
     """
-    count = min(limit, len(waiting) // 4)
+    if limit <= 0 or len(waiting) < 4 * limit:
+        return []
     signed = [s for s in waiting if s.reward or s.correction_token_ids]
-    return signed[::-1][:count] if count > 0 else []
+    return signed[::-1][:limit]
 
 
 def held_back(on_record: list[Any], limit: int, *, live_batch: Sequence[Any] = ()) -> list[Any]:

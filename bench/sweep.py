@@ -52,7 +52,7 @@ from bench.replay import (
 from bench.simulated_user import FEEDBACK_KINDS
 
 REPLAY_SETTINGS = ("batch_size", "max_degenerate_extra", "probe_tokens", "gate_max_ppl_ratio")
-REPLAY_SETTINGS += ("max_repeating_extra", "holdout")
+REPLAY_SETTINGS += ("max_repeating_extra", "holdout", "fresh")
 """Grid keys that are the replay's own (ReplayOptions), not UpdateConfig fields."""
 _FLOAT_SETTINGS = ("gate_max_ppl_ratio",)
 

@@ -18,8 +18,9 @@ Two pure halves, kept apart so the criteria can change without touching the meas
     prompts than the base gives;
   - the user's own feedback: on the newest judged samples, which the update held back and no
     version has trained on (``fresh``), the candidate must not score worse than the live version
-    (``fresh_feedback_delta``). Recent samples trained into earlier versions (``holdout``) are
-    scored too (``feedback_delta``) but held to that only when there are no fresh ones: the
+    (``fresh_feedback_delta``). Other recent samples outside the update (``holdout``: mostly
+    trained into earlier versions) are scored too (``feedback_delta``) but held to that only
+    when there are no fresh ones: the
     user's newest word outranks their older one, so a change of mind is learnt, and a candidate
     that merely forgets old wording while it learns what the user asks now is kept. Its greedy
     answers to all those samples' prompts must not loop or come out empty more often than both
@@ -276,7 +277,8 @@ def probe_model(
 
     ``live_weights``: the LoRA weights of the live version (``lora_snapshot`` before the
     update); None means the live version is the base (the first update). ``holdout``: recent
-    judged samples trained into earlier versions, not this update; ``fresh``: the newest judged
+    judged samples outside this update (trained into earlier versions, or ready beyond its
+    batch); ``fresh``: the newest judged
     samples, which the update held back and no version has trained on.
 
     Candidate: {"probe_kl": KL(candidate ‖ live) per answer token, "probe_kl_base": KL to the
@@ -427,7 +429,7 @@ def gate_decision(
     fresh_samples = metrics.get("fresh_feedback_samples", 0.0)
     if fresh_samples > 0:
         fresh = metrics.get("fresh_feedback_delta", math.nan)
-        if not fresh >= -max_feedback_drop:  # NaN fails
+        if not (math.isfinite(fresh) and fresh >= -max_feedback_drop):
             reasons.append(
                 f"the newest feedback ({fresh_samples:.0f} samples no version trained on) scores "
                 f"{fresh:.4g} nats/token worse than the live version "
@@ -435,7 +437,7 @@ def gate_decision(
             )
     elif metrics.get("feedback_samples", 0.0) > 0:
         delta = metrics.get("feedback_delta", math.nan)
-        if not delta >= -max_feedback_drop:
+        if not (math.isfinite(delta) and delta >= -max_feedback_drop):
             reasons.append(
                 f"held-back feedback scores {delta:.4g} nats/token worse than the live version "
                 f"(allowed: {max_feedback_drop:.3g})"

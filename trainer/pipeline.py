@@ -51,7 +51,8 @@ def train_and_probe(
     """Yield each step's metrics, then the summary (``"done": True``) with two more keys:
     ``"probe"`` (the candidate's probe figures, ``trainer.gate.probe_model``) and
     ``"base_probe"`` (the base's, measured on the same weights in the same precision), plus
-    ``"gate_seconds"``. ``holdout``: judged samples trained into earlier versions, not here;
+    ``"gate_seconds"``. ``holdout``: judged samples outside this update (trained into earlier
+    versions, or ready beyond the batch);
     ``fresh``: the newest judged samples, held back from every version so far. The candidate must
     not score worse than the live version on either (``trainer.gate.gate_decision``)."""
     dev = pick_device(device)

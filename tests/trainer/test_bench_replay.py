@@ -557,15 +557,15 @@ def test_each_update_leaves_its_newest_samples_to_check_the_next_candidate(
     wait for the next update, and the gate scores the candidate on them: feedback no version
     has trained on. Each is trained once, by the next update."""
     monkeypatch.setattr(bench.replay, "gate", lambda probe, base, options: (True, []))
-    options = _tiny_options(tiny_model_dir, feedback="thumbs", versions=3, batch_size=4)
+    options = _tiny_options(tiny_model_dir, feedback="thumbs", versions=3, batch_size=8)
     prompts = load_prompts(bench.replay.ROOT / "bench" / "data" / "prompts.json")
     figures = bench.replay.run_replay(options, prompts, progress=False)
     versions = figures["versions"][1:]
-    assert [v["samples"] for v in versions] == [3, 4, 4]  # 4 new, 1 left; 1 + 4, 1 left ...
-    assert [v["held_back"]["fresh_feedback_samples"] for v in versions] == [1, 1, 1]
-    assert [v["waiting"] for v in versions] == [1, 1, 1]
+    assert [v["samples"] for v in versions] == [6, 8, 8]  # 8 new, 2 left; 2 + 8, 2 left ...
+    assert [v["held_back"]["fresh_feedback_samples"] for v in versions] == [2, 2, 2]
+    assert [v["waiting"] for v in versions] == [2, 2, 2]
     summary = figures["summary"]
-    assert (summary["trained"], summary["waiting"], summary["excluded"]) == (11, 1, 0)
+    assert (summary["trained"], summary["waiting"], summary["excluded"]) == (22, 2, 0)
     assert figures["gate"]["fresh"] == bench.replay.GATE_FRESH_SAMPLES
 
 

@@ -190,12 +190,18 @@ def training_update_claim(*, update_id: int) -> TrainingUpdate | None:
     if update.status not in (TrainingUpdate.Status.QUEUED, TrainingUpdate.Status.RUNNING):
         return None
     claimable = claimable_samples(algorithm=update.algorithm, owner_id=update.owner_id)
-    fresh = fresh_ids(claimable)
-    ids = list(
-        claimable.exclude(pk__in=fresh)
-        .order_by("created_at", "pk")
-        .values_list("pk", flat=True)[: settings.TRAIN_BATCH_SIZE]
-    )
+    fresh = fresh_ids(claimable, left_before=_fresh_before(update))
+
+    def batch(leaving: list[int]) -> list[int]:
+        return list(
+            claimable.exclude(pk__in=leaving)
+            .order_by("created_at", "pk")
+            .values_list("pk", flat=True)[: settings.TRAIN_BATCH_SIZE]
+        )
+
+    ids = batch(fresh)
+    if fresh and not Sample.objects.filter(SIGNAL, pk__in=ids).exists():
+        fresh, ids = [], batch([])  # a batch left without a signal would train nothing
     if not ids:
         # Queued before its owner paused, or its samples were re-judged or deleted meanwhile.
         paused = update.owner_id is not None and learning_paused(user_id=update.owner_id)
@@ -243,23 +249,38 @@ def refusal_backoff(config: dict[str, Any], *, refusals: int) -> dict[str, Any]:
     }
 
 
-def fresh_ids(claimable: QuerySet[Sample]) -> list[int]:
+def fresh_ids(claimable: QuerySet[Sample], *, left_before: list[int] = ()) -> list[int]:
     """The newest ready samples with a sign, which this update leaves for the next one so the
-    gate can score the candidate on feedback no version has trained on: at most
-    ``PARLEY_GATE_FRESH_SAMPLES``, and at most a quarter of what is ready (a small batch, or one
-    the wait trigger started, trains whole). Each is trained by a later update, once."""
-    count = min(settings.GATE_FRESH_SAMPLES, claimable.count() // 4)
-    if count <= 0:
+    gate can score the candidate on feedback no version has trained on:
+    ``PARLEY_GATE_FRESH_SAMPLES`` of them when at least four times as many are ready, else none
+    (a small batch, or one the wait trigger started, trains whole; the check is never left to
+    one sample's word). Never one the lineage's previous update left fresh already
+    (``left_before``): the next update trains it, so no sample waits longer than one update."""
+    count = settings.GATE_FRESH_SAMPLES
+    if count <= 0 or claimable.count() < 4 * count:
         return []
     return list(
         claimable.filter(~Q(reward=0) | ~Q(correction=""))
+        .exclude(pk__in=list(left_before))
         .order_by("-created_at", "-pk")
         .values_list("pk", flat=True)[:count]
     )
 
 
+def _fresh_before(update: TrainingUpdate) -> list[int]:
+    """The samples the lineage's previous update left fresh."""
+    previous = (
+        TrainingUpdate.objects.filter(owner_id=update.owner_id, pk__lt=update.pk)
+        .order_by("-pk")
+        .values_list("summary", flat=True)
+        .first()
+    )
+    return list((previous or {}).get("fresh_ids", []))
+
+
 def holdout_ids(*, exclude: list[int], owner_id: int | None = None) -> list[int]:
-    """The most recent judged samples with a sign (a reward or a correction) not in the batch:
+    """The most recent judged samples with a sign (a reward or a correction) not in the batch
+    nor left fresh (``exclude``):
     ready ones the update leaves for later, and ones already trained into earlier versions.
     Of the lineage's own feedback: a user's candidate is checked on what that user said.
 

@@ -229,9 +229,9 @@ def test_shared_scope_trains_one_lineage_on_everyones_feedback(settings, alice, 
     settings.TRAIN_BATCH_SIZE = 4
     samples = _samples(alice, 2) + _samples(bob, 2)
     update = _train_next(FakeRun(), FakePush())
-    # the newest waits for the next update, to check this one's candidate on (fresh)
-    claimed = update.summary["sample_ids"] + update.summary["fresh_ids"]
-    assert update.owner is None and sorted(claimed) == sorted(_ids(samples))
+    # four ready: too few to leave any fresh (PARLEY_GATE_FRESH_SAMPLES needs four times as many)
+    assert update.owner is None and sorted(update.summary["sample_ids"]) == sorted(_ids(samples))
+    assert update.summary["fresh_ids"] == []
     version = update.produced_version
     assert version.owner is None and policy_version_live() == version
     assert policy_version_for(user=alice) == version == policy_version_for(user=bob)

@@ -431,6 +431,18 @@ def test_the_newest_feedback_waits_for_the_next_update_and_checks_this_ones_cand
     assert training.fresh_ids(Sample.objects.filter(pk__in=newest)) == []
 
 
+def test_no_batch_is_left_without_a_signal_by_its_fresh_samples(settings, tmp_path) -> None:
+    """Six closed conversations without feedback (reward 0) and two 👍: leaving the 👍s fresh
+    would leave a batch that trains nothing, so the update trains all eight."""
+    settings.ADAPTERS_DIR, settings.TRAIN_BATCH_SIZE = tmp_path, 8
+    samples = _samples(8)
+    Sample.objects.filter(pk__in=[s.pk for s in samples[:6]]).update(reward=0.0)
+    update = training.training_update_maybe_queue(force=True)
+    claimed = training.training_update_claim(update_id=update.pk)
+    assert claimed.summary["fresh_ids"] == []
+    assert sorted(claimed.summary["sample_ids"]) == sorted(s.pk for s in samples)
+
+
 def test_the_stored_sample_kinds_are_the_registrys() -> None:
     assert set(Sample.Kind.values) == set(SAMPLE_KINDS)
 

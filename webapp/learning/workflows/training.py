@@ -41,7 +41,8 @@ class TrainJob:
     gate_max_kl: float
     gate_max_ppl_ratio: float
     holdout: Sequence[training.SampleRow] = ()
-    """Judged samples trained into earlier versions, not here (``trainer.gate``)."""
+    """Judged samples outside this update: trained into earlier versions, or ready beyond the
+    batch (``trainer.gate``)."""
     fresh: Sequence[training.SampleRow] = ()
     """The newest judged samples, held back from this update: the candidate must not score
     worse on them than live; ``holdout`` decides only where there are none."""
