@@ -67,9 +67,9 @@ GATE_HOLDOUT_SAMPLES = 8
 the update's batch, that the candidate is checked on (its feedback score and its answers'
 loops). Runs recorded before the replay held any back count as 0."""
 GATE_FRESH_SAMPLES = 2
-"""The webapp's PARLEY_GATE_FRESH_SAMPLES: the newest judged samples with a sign (at most a
-quarter of those waiting) that an update leaves for the next one, so the gate scores the
-candidate on feedback no version has trained on. Runs recorded before count as 0."""
+"""The webapp's PARLEY_GATE_FRESH_SAMPLES: the newest judged samples with a sign (when four
+times as many wait) that an update leaves for the next one, so the gate scores the candidate on
+feedback no version has trained on. Runs recorded before count as 0."""
 BATCH_SIZE = 8
 ANSWER_TOKENS = 48
 """Most tokens of a simulated answer and of a scored held-out answer, unless set."""
@@ -149,6 +149,11 @@ def gate(probe: dict[str, float], base_probe: dict[str, float], options: ReplayO
     )
 
 
+def _signed(sample: Any) -> bool:
+    """A reward or a correction: the webapp's ``SIGNED``."""
+    return bool(sample.reward or sample.correction_token_ids)
+
+
 def fresh_of(waiting: Sequence[Any], limit: int) -> list[Any]:
     """What the webapp's ``fresh_ids`` leaves for the next update: the ``limit`` newest samples
     with a sign among those waiting (oldest first), when at least four times as many wait.
@@ -164,8 +169,7 @@ def fresh_of(waiting: Sequence[Any], limit: int) -> list[Any]:
     """
     if limit <= 0 or len(waiting) < 4 * limit:
         return []
-    signed = [s for s in waiting if s.reward or s.correction_token_ids]
-    return signed[::-1][:limit]
+    return [s for s in waiting if _signed(s)][::-1][:limit]
 
 
 def held_back(on_record: list[Any], limit: int, *, live_batch: Sequence[Any] = ()) -> list[Any]:
@@ -181,7 +185,7 @@ def held_back(on_record: list[Any], limit: int, *, live_batch: Sequence[Any] = (
     [[2], [1]]
     """
     fitted = {id(s) for s in live_batch}
-    signed = [s for s in on_record if (s.reward or s.correction_token_ids) and id(s) not in fitted]
+    signed = [s for s in on_record if _signed(s) and id(s) not in fitted]
     return signed[::-1][:limit]
 
 

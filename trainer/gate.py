@@ -20,9 +20,9 @@ Two pure halves, kept apart so the criteria can change without touching the meas
     version has trained on (``fresh``), the candidate must not score worse than the live version
     (``fresh_feedback_delta``). Other recent samples outside the update (``holdout``: mostly
     trained into earlier versions) are scored too (``feedback_delta``) but held to that only
-    when there are no fresh ones: the
-    user's newest word outranks their older one, so a change of mind is learnt, and a candidate
-    that merely forgets old wording while it learns what the user asks now is kept. Its greedy
+    when there are no fresh ones: the user's newest word outranks their older one, so a change
+    of mind is learnt, and a candidate that merely forgets old wording while it learns what the
+    user asks now is kept. Its greedy
     answers to all those samples' prompts must not loop or come out empty more often than both
     the live version's and the base's (plus the allowance): the probe prompts are five fixed
     questions, and a preference can break the model on the user's own kind of prompt first.
@@ -278,8 +278,8 @@ def probe_model(
     ``live_weights``: the LoRA weights of the live version (``lora_snapshot`` before the
     update); None means the live version is the base (the first update). ``holdout``: recent
     judged samples outside this update (trained into earlier versions, or ready beyond its
-    batch); ``fresh``: the newest judged
-    samples, which the update held back and no version has trained on.
+    batch); ``fresh``: the newest judged samples, which the update held back and no version has
+    trained on.
 
     Candidate: {"probe_kl": KL(candidate ‖ live) per answer token, "probe_kl_base": KL to the
     base (reported, never gated), "probe_ppl", "probe_kl_tokens", "degenerate_<kind>" counts,

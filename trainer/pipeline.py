@@ -52,9 +52,9 @@ def train_and_probe(
     ``"probe"`` (the candidate's probe figures, ``trainer.gate.probe_model``) and
     ``"base_probe"`` (the base's, measured on the same weights in the same precision), plus
     ``"gate_seconds"``. ``holdout``: judged samples outside this update (trained into earlier
-    versions, or ready beyond the batch);
-    ``fresh``: the newest judged samples, held back from every version so far. The candidate must
-    not score worse than the live version on either (``trainer.gate.gate_decision``)."""
+    versions, or ready beyond the batch); ``fresh``: the newest judged samples, held back from
+    every version so far. Both are scored; ``trainer.gate.gate_decision`` holds the candidate
+    to the fresh ones, and to the others only where there are none."""
     dev = pick_device(device)
     summary: dict[str, Any] = {}
     if processes > 1:

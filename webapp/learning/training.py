@@ -107,7 +107,10 @@ def claimable_samples(*, algorithm: str, owner_id: int | None = None) -> QuerySe
     return lineage_samples(claimable, owner_id=owner_id)
 
 
-SIGNAL = ~Q(reward=0) | ~Q(hint="") | ~Q(correction="")
+SIGNED = ~Q(reward=0) | ~Q(correction="")
+"""A sample with a sign, a reward or a correction: what the gate scores a candidate on."""
+
+SIGNAL = SIGNED | ~Q(hint="")
 """A sample that can move the model: a reward, a hint or a correction. A conversation that
 closes without feedback still leaves a reward-0 sample (so every session counts in a GRPO
 group), but a batch of only those would train nothing: no update (and no version) for it."""
@@ -260,7 +263,7 @@ def fresh_ids(claimable: QuerySet[Sample], *, left_before: list[int] = ()) -> li
     if count <= 0 or claimable.count() < 4 * count:
         return []
     return list(
-        claimable.filter(~Q(reward=0) | ~Q(correction=""))
+        claimable.filter(SIGNED)
         .exclude(pk__in=list(left_before))
         .order_by("-created_at", "-pk")
         .values_list("pk", flat=True)[:count]
@@ -295,7 +298,7 @@ def holdout_ids(*, exclude: list[int], owner_id: int | None = None) -> list[int]
         )
         .exclude(pk__in=exclude)
         .exclude(update__produced_version=live)
-        .filter(~Q(reward=0) | ~Q(correction=""))
+        .filter(SIGNED)
         .order_by("-created_at", "-pk")
         .values_list("pk", flat=True)[: settings.GATE_HOLDOUT_SAMPLES]
     )
