@@ -28,6 +28,7 @@ class FakeVllm:
         self.disconnected = asyncio.Event()
         self.endless = False
         self.cut_short = False
+        self.drop_next = False
         self.adapters: dict[str, str] = {}
         self.loads: list[dict] = []
 
@@ -45,6 +46,10 @@ class FakeVllm:
     async def chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.bodies.append(body)
+        if self.drop_next:  # a connection closed as the request came in: nothing answered
+            self.drop_next = False
+            request.transport.close()
+            return web.Response()
         self.peers.append(request.transport.get_extra_info("peername"))
         unknown_adapter = body["model"].startswith("parley-") and body["model"] not in self.adapters
         if body["model"] == "missing" or unknown_adapter:
@@ -94,6 +99,22 @@ async def test_chunks_arrive_whole_whatever_the_reads_and_training_data_is_asked
     # The connection was read to its end and is reused for the next answer.
     again = [c async for c in stream_chat(messages, model="base", base_url=url)]
     assert again == CHUNKS and fake.peers[0] == fake.peers[1]
+
+
+async def test_a_connection_the_server_drops_before_answering_is_sent_again(fake_vllm) -> None:
+    """vLLM closes an idle connection after its keep-alive (5 s): a request that went out on it
+    just then got no answer. The client sends it again instead of failing it with a 503."""
+    fake, url = fake_vllm
+    fake.drop_next = True
+    chunks = [c async for c in stream_chat([], model="base", base_url=url)]
+    assert chunks == CHUNKS
+    assert len(fake.bodies) == 2 and fake.bodies[0] == fake.bodies[1]
+
+
+def test_idle_connections_are_given_up_before_vllms_keep_alive_closes_them() -> None:
+    from webapp.inference import KEEPALIVE_TIMEOUT_S
+
+    assert KEEPALIVE_TIMEOUT_S < 5  # VLLM_HTTP_TIMEOUT_KEEP_ALIVE's default
 
 
 async def test_a_refusal_is_a_serving_error_with_vllms_message(fake_vllm) -> None:
