@@ -109,13 +109,10 @@ async def adapter_load(*, base_url: str, name: str, path: str) -> float:
 async def _load(base_url: str, name: str, path: str) -> float:
     url = base_url.rstrip("/").removesuffix("/v1") + "/v1/load_lora_adapter"
     started = time.perf_counter()
+    body = {"lora_name": name, "lora_path": path}
+    timeout = aiohttp.ClientTimeout(total=ADAPTER_LOAD_TIMEOUT_S)
     try:
-        async with _session().post(
-            url,
-            json={"lora_name": name, "lora_path": path},
-            headers=auth_headers(),
-            timeout=aiohttp.ClientTimeout(total=ADAPTER_LOAD_TIMEOUT_S),
-        ) as response:
+        async with await _post(url, body, timeout=timeout) as response:
             text = await response.text()
     except (TimeoutError, aiohttp.ClientError) as exc:
         raise ServingUnavailable(f"the model server at {url} is not answering") from exc
@@ -191,21 +188,28 @@ async def stream_chat(
             response.close()  # closing the connection makes vLLM abort the request
 
 
-async def _post(url: str, body: dict[str, Any]) -> aiohttp.ClientResponse:
+async def _post(
+    url: str, body: dict[str, Any], *, timeout: aiohttp.ClientTimeout | None = None
+) -> aiohttp.ClientResponse:
     """POST to vLLM, once more if the server dropped the connection before answering.
 
     A pooled connection the server closes as the request goes out (its keep-alive ran out)
     ends in ``ServerDisconnectedError`` or a reset before any byte of an answer: vLLM never
     started on that request, so it is sent again, on a new connection. A server that refuses
-    connections (down or restarting) is not retried here.
+    connections (down or restarting) is not retried here. Both callers are safe to repeat: a
+    chat request vLLM never started, and an adapter load (a second load of a name vLLM already
+    has answers "already loaded", which counts as loaded).
     """
+    options: dict[str, Any] = {"json": body, "headers": auth_headers()}
+    if timeout is not None:
+        options["timeout"] = timeout
     try:
-        return await _session().post(url, json=body, headers=auth_headers())
+        return await _session().post(url, **options)
     except aiohttp.ClientConnectorError:
         raise
     except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
         log.info("the model server at %s dropped the connection (%s); sending again", url, exc)
-        return await _session().post(url, json=body, headers=auth_headers())
+        return await _session().post(url, **options)
 
 
 def _serving_error(status: int, raw: bytes) -> Exception:

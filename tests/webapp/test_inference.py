@@ -36,6 +36,10 @@ class FakeVllm:
         """vLLM's runtime adapter loading: a name loaded twice is refused as vLLM does."""
         body = await request.json()
         self.loads.append(body)
+        if self.drop_next:  # a connection closed as the request came in: nothing loaded
+            self.drop_next = False
+            request.transport.close()
+            return web.Response()
         await asyncio.sleep(0.05)  # a real load takes ~0.15 s: requests pile up meanwhile
         if body["lora_name"] in self.adapters:
             message = f"The lora adapter '{body['lora_name']}' has already been loaded."
@@ -175,6 +179,15 @@ async def test_an_adapter_loaded_meanwhile_by_another_process_counts_as_loaded(f
     fake, url = fake_vllm
     fake.adapters["parley-v8"] = "/adapters/update-8"
     assert await adapter_load(base_url=url, name="parley-v8", path="/adapters/update-8") > 0
+
+
+async def test_an_adapter_load_the_server_dropped_before_answering_is_sent_again(
+    fake_vllm,
+) -> None:
+    fake, url = fake_vllm
+    fake.drop_next = True
+    assert await adapter_load(base_url=url, name="parley-v5", path="/adapters/update-5") > 0
+    assert len(fake.loads) == 2 and fake.adapters == {"parley-v5": "/adapters/update-5"}
 
 
 async def test_without_its_folder_an_unknown_adapter_is_a_serving_error(fake_vllm) -> None:
