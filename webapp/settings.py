@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainer import refusals  # pure: the defaults the offline replay shares
+from trainer.config import UpdateConfig  # pure: the trainer's own defaults
 from webapp.config import (
     ConfigError,
     EmbeddedInfraMissing,
@@ -272,6 +273,9 @@ TRAIN_LR = env_float("PARLEY_TRAIN_LR", 0.0) or None
 TRAIN_STEPS = env_int("PARLEY_TRAIN_STEPS", 0) or None
 # Hint refinement's longest answer (trainer.refine); 0 turns it off; unset: UpdateConfig's 64.
 TRAIN_REFINE_MAX_TOKENS = env_int("PARLEY_TRAIN_REFINE_MAX_TOKENS", -1)
+# Rewards of an update's answers minus their mean (UpdateConfig.batch_baseline): an update whose
+# answers were all liked, or all disliked, carries no reward signal; corrections and hints train.
+TRAIN_BATCH_BASELINE = env_bool("PARLEY_TRAIN_BATCH_BASELINE", UpdateConfig.batch_baseline)
 # More than 1: each update runs as that many processes, one per GPU (accelerate launch).
 TRAIN_PROCESSES = env_int("PARLEY_TRAIN_PROCESSES", 1)
 # The probe gate refuses a candidate that is broken or worse, never one that is different:

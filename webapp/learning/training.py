@@ -70,7 +70,10 @@ def training_lock() -> Iterator[bool]:
 
 
 def update_config() -> dict[str, Any]:
-    overrides: dict[str, Any] = {"algorithm": settings.TRAIN_ALGORITHM}
+    overrides: dict[str, Any] = {
+        "algorithm": settings.TRAIN_ALGORITHM,
+        "batch_baseline": settings.TRAIN_BATCH_BASELINE,
+    }
     if settings.TRAIN_LR:
         overrides["lr"] = settings.TRAIN_LR
     if settings.TRAIN_STEPS:
