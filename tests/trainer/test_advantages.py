@@ -14,7 +14,9 @@ def _sample(reward: float | None, group: str | None = None) -> Sample:
     return Sample([1], [2, 3], [-1.0, -1.0], reward=reward, group_id=group)
 
 
-def test_siblings_in_a_group_are_normalised_and_singles_keep_their_reward() -> None:
+def test_siblings_in_a_group_are_normalised_and_singles_keep_their_reward_without_a_baseline() -> (
+    None
+):
     samples = [
         _sample(1.0, "g"),
         _sample(-1.0, "g"),
@@ -23,14 +25,16 @@ def test_siblings_in_a_group_are_normalised_and_singles_keep_their_reward() -> N
         _sample(None, "g"),
         _sample(1.0, "lonely"),
     ]
-    advantages, _ = reward_advantages(UpdateConfig(), samples)
+    advantages, _ = reward_advantages(UpdateConfig(batch_baseline=False), samples)
     assert sum(advantages[:3]) == pytest.approx(0.0, abs=1e-6)
     assert advantages[0] > 0 > advantages[1]
     assert advantages[3:] == [-1.0, 0.0, 1.0]  # a group of one is just a reward
 
 
 def test_running_baseline_applies_to_singles_and_carries_over() -> None:
-    config = UpdateConfig(use_running_baseline=True, initial_baseline=0.5, baseline_momentum=0.5)
+    config = UpdateConfig(
+        batch_baseline=False, use_running_baseline=True, initial_baseline=0.5, baseline_momentum=0.5
+    )
     advantages, baseline = reward_advantages(config, [_sample(1.0), _sample(-1.0)])
     assert advantages == [0.5, -1.75]
     assert baseline == pytest.approx(-0.125)
@@ -60,7 +64,7 @@ def test_batch_baseline_centres_the_singles_and_leaves_groups_alone() -> None:
 
 
 def test_batch_and_running_baselines_are_not_both_taken() -> None:
-    with pytest.raises(ValueError, match="pick one"):
+    with pytest.raises(ValueError, match="set batch_baseline=false"):
         UpdateConfig(batch_baseline=True, use_running_baseline=True)
 
 
@@ -79,3 +83,10 @@ def test_token_advantages_combine_reward_and_teacher_gap_per_row() -> None:
         uses_opd_B=torch.tensor([True, True]),
     )
     assert advantages.tolist() == [[2.5, 2.5, 0.0], [0.5, 0.0, -0.5]]
+
+
+def test_the_batch_baseline_is_the_default_and_an_all_disliked_batch_carries_no_reward() -> None:
+    """After a change of mind every answer misses: the reward term then pushes nothing down
+    (the corrections and hints lead), which kept answers from emptying in the replay's long run."""
+    advantages, _ = reward_advantages(UpdateConfig(), [_sample(-1.0) for _ in range(4)])
+    assert UpdateConfig().batch_baseline and advantages == [0.0] * 4

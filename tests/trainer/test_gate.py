@@ -181,7 +181,9 @@ def _update(tiny_model_dir: Path, out: Path, lr: float, init: Path | None = None
     held_back = [_chat_sample(tokenizer, f"other {i}?", "Sure! fine") for i in range(3)]
     fresh = [_chat_sample(tokenizer, "newest?", "Sure! new")]  # no version trained on it
     *_, summary = train_and_probe(
-        UpdateConfig(lr=lr, target_modules=ALL_MODULES),
+        # batch_baseline off: the four liked answers keep their +1, a signal a huge learning
+        # rate blows up on (centred, an all-liked batch carries no reward signal)
+        UpdateConfig(lr=lr, target_modules=ALL_MODULES, batch_baseline=False),
         train,
         base_model_dir=tiny_model_dir,
         init_adapter_dir=init,
