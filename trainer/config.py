@@ -120,7 +120,7 @@ class UpdateConfig:
     refuses them; the long run (32 versions of "Sure!", then "all lowercase") learnt nothing new
     in 16 versions without it and "all lowercase" 1.00 on held-out prompts 9 versions after the
     switch with it; five of the six preferences with corrections (ends-with-question not run)
-    met ≥ 0.8 held-out at v8 with it, served perplexity ≤ 1.035×, nothing refused (seed 0)."""
+    met ≥ 0.8 held-out at v8 with it, served perplexity ≤ 1.035× (seed 0)."""
 
     initial_baseline: float = 0.0
     """Running baseline carried over from the previous update (its summary reports the new
