@@ -119,8 +119,9 @@ class UpdateConfig:
     the all −1 batches push down every sampled token until answers come out empty and the gate
     refuses them; the long run (32 versions of "Sure!", then "all lowercase") learnt nothing new
     in 16 versions without it and "all lowercase" 1.00 on held-out prompts 9 versions after the
-    switch with it; five of the six preferences with corrections (ends-with-question not run)
-    met ≥ 0.8 held-out at v8 with it, served perplexity ≤ 1.035× (seed 0)."""
+    switch with it; with corrections all six preferences met ≥ 0.8 held-out at v8 with it,
+    mean over 3 seeds (seventeenth session), served perplexity ≤ 1.10× but for one seed's two
+    versions (1.115×)."""
 
     initial_baseline: float = 0.0
     """Running baseline carried over from the previous update (its summary reports the new
