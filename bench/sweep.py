@@ -19,6 +19,7 @@ optional plot. Every row says which mode it came from: "replay".
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import multiprocessing
@@ -86,12 +87,47 @@ def settings_label(settings: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in settings.items()) or "defaults"
 
 
+HOW_COMPUTED = ("seed", "algorithm", "micro_batch_size", "micro_batch_tokens")
+HOW_COMPUTED += ("gradient_checkpointing", "base_dtype")
+"""UpdateConfig fields that name a run's cell or say how it computed (memory, precision on a
+GPU), not what it learnt with: never part of a row's settings."""
+
+
+def config_changes(figures: dict[str, Any]) -> dict[str, Any]:
+    """The UpdateConfig fields a run trained with that differ from today's defaults.
+
+    Read from the full config the run recorded, so an older run made when a default was
+    different is named by it (``batch_baseline=False`` before the sixteenth session) and an
+    override that has since become the default is not named: "defaults" in a table always
+    means today's. A run that recorded no config is named by its overrides that differ."""
+    from trainer.config import UpdateConfig
+
+    today = {
+        field.name: field.default_factory()
+        if field.default is dataclasses.MISSING  # type: ignore[misc]
+        else field.default
+        for field in dataclasses.fields(UpdateConfig)
+    }
+    recorded = figures.get("config") or {}
+    used = {**recorded, **(figures.get("overrides") or {})}
+    changes = {}
+    for key, value in used.items():
+        if key in HOW_COMPUTED or key not in today:
+            continue
+        default, recorded_value = today[key], value
+        if isinstance(default, tuple):  # as JSON recorded it: a list
+            default, recorded_value = list(default), list(value)
+        if recorded_value != default:
+            changes[key] = value
+    return changes
+
+
 def run_label(figures: dict[str, Any]) -> str:
-    """The settings a run changed from the defaults (its overrides, then the replay's own);
-    a run scored before broken answers counted as misses says so, so it never shares a row
-    with one scored after."""
+    """The settings a run changed from today's defaults (``config_changes``, then the replay's
+    own); a run scored before broken answers counted as misses says so, so it never shares a
+    row with one scored after."""
     label = figures.get("settings_label") or settings_label(
-        {**(figures.get("overrides") or {}), **replay_settings(figures)}
+        {**config_changes(figures), **replay_settings(figures)}
     )
     return scored_label(label, figures)
 

@@ -114,14 +114,10 @@ class UpdateConfig:
     batch without any signal still moves the adapter by the previous update's momentum. Not with
     use_running_baseline (set this False to use that one).
 
-    On by default since the sixteenth session, chosen by the replay (README, "Learning
-    benchmarks", the batch baseline): after a change of mind every answer misses, and without it
-    the all −1 batches push down every sampled token until answers come out empty and the gate
-    refuses them; the long run (32 versions of "Sure!", then "all lowercase") learnt nothing new
-    in 16 versions without it and "all lowercase" 1.00 on held-out prompts 9 versions after the
-    switch with it; with corrections all six preferences met ≥ 0.8 held-out at v8 with it,
-    mean over 3 seeds (seventeenth session), served perplexity ≤ 1.10× but for one seed's two
-    versions (1.115×)."""
+    On by default since the sixteenth session, chosen by the replay: after a change of mind
+    every answer misses, and without it the all −1 batches push down every sampled token until
+    answers come out empty and the gate refuses them, so the long run learnt nothing new after
+    the switch. The figures are in the README ("Learning benchmarks", the batch baseline)."""
 
     initial_baseline: float = 0.0
     """Running baseline carried over from the previous update (its summary reports the new

@@ -4,6 +4,7 @@ environment has none)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import torch
 
 import bench.replay
 import bench.sweep
+import trainer.config
 from bench.preferences import LOOP_COMMENT, Preference, answer_flaws, load_prompts
 from bench.simulated_user import Answer, judged_sample, react
 from tests.trainer.tiny import byte_tokenizer
@@ -632,3 +634,21 @@ def test_the_benchmarks_useful_updates_pass_32_versions_in_a_row(tiny_model_dir:
     assert all(v["held_back"]["feedback_samples"] > 0 for v in versions[2:])
     largest_step = max(v["probe_kl"] for v in versions)
     assert summary["farthest_from_base_kl"] > 10 * largest_step > 0
+
+
+def test_a_row_is_named_by_what_differs_from_todays_defaults_not_those_of_its_day() -> None:
+    """A run recorded when batch_baseline was off by default says so; a run that set it on
+    when it was not yet the default is a defaults run now; how a run computed is never named."""
+    config = dataclasses.asdict(trainer.config.UpdateConfig())
+    base = {"preference": "p", "feedback": "corrections", "algorithm": "combined", "seed": 0}
+    base |= {"gate": {"holdout": bench.replay.GATE_HOLDOUT_SAMPLES, "fresh": 2}}
+    base |= {"batch_size": bench.replay.BATCH_SIZE, "scoring": bench.replay.SCORING}
+    then_default = {**base, "overrides": {}, "config": {**config, "batch_baseline": False}}
+    assert bench.sweep.run_label(then_default) == "batch_baseline=False"
+    set_then = {**base, "overrides": {"batch_baseline": True}, "config": config}
+    assert bench.sweep.run_label(set_then) == "defaults"
+    on_a_gpu = {**config, "base_dtype": "float32", "gradient_checkpointing": False, "seed": 2}
+    assert bench.sweep.run_label({**base, "overrides": {}, "config": on_a_gpu}) == "defaults"
+    # a run that recorded no config: its overrides that differ
+    no_config = {**base, "overrides": {"lr": 3e-4, "batch_baseline": True}}
+    assert bench.sweep.run_label(no_config) == "lr=0.0003"
