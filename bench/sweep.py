@@ -102,12 +102,7 @@ def config_changes(figures: dict[str, Any]) -> dict[str, Any]:
     means today's. A run that recorded no config is named by its overrides that differ."""
     from trainer.config import UpdateConfig
 
-    today = {
-        field.name: field.default_factory()
-        if field.default is dataclasses.MISSING  # type: ignore[misc]
-        else field.default
-        for field in dataclasses.fields(UpdateConfig)
-    }
+    today = dataclasses.asdict(UpdateConfig())
     recorded = figures.get("config") or {}
     used = {**recorded, **(figures.get("overrides") or {})}
     changes = {}
