@@ -164,9 +164,13 @@ def test_answers_without_feedback_alone_train_no_version(settings, alice, scope)
     _samples(alice, 5, reward=0.0)
     assert training.training_update_maybe_queue() is None
     assert training.training_update_maybe_queue(force=True) is None
-    _samples(alice, 1, reward=-1.0)  # one 👎: now the batch has something to learn
+    _samples(alice, 1, reward=-1.0)  # one 👎: something to learn, not yet a batch of it
+    assert training.training_update_maybe_queue() is None
+    disliked = _samples(alice, 2, reward=-1.0)
     update = training.training_update_maybe_queue()
     assert update is not None
+    claimed = training.training_update_claim(update_id=update.pk)
+    assert set(_ids(disliked)) <= set(claimed.summary["sample_ids"])  # feedback first
 
 
 def test_the_wait_trigger_is_per_user(settings, alice, bob) -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from tests.factories import AnswerFactory
 from trainer.algorithms import SAMPLE_KINDS
@@ -441,6 +444,44 @@ def test_no_batch_is_left_without_a_signal_by_its_fresh_samples(settings, tmp_pa
     claimed = training.training_update_claim(update_id=update.pk)
     assert claimed.summary["fresh_ids"] == []
     assert sorted(claimed.summary["sample_ids"]) == sorted(s.pk for s in samples)
+
+
+def test_unrated_answers_neither_fill_a_batch_nor_take_the_place_of_feedback(settings) -> None:
+    """What a new user does: twelve questions without feedback (their conversations closed,
+    reward-0 samples), then corrections. The unrated answers never make a batch due; once
+    eight samples with a signal are ready, the update trains those eight, not the twelve older
+    unrated ones (which made a version that trained nothing)."""
+    settings.TRAIN_BATCH_SIZE, settings.TRAIN_MAX_WAIT_S = 8, 3600
+    unrated = _samples(12)
+    Sample.objects.filter(pk__in=[s.pk for s in unrated]).update(reward=0.0)
+    assert training.training_update_maybe_queue() is None
+    feedback = _samples(7)
+    assert training.training_update_maybe_queue() is None  # 7 with a signal, 19 ready
+    feedback += _samples(1)
+    update = training.training_update_maybe_queue()
+    assert update is not None
+    claimed = training.training_update_claim(update_id=update.pk)
+    left_fresh = claimed.summary["fresh_ids"]
+    assert len(left_fresh) == settings.GATE_FRESH_SAMPLES
+    trained = claimed.summary["sample_ids"]
+    assert set(trained) == {s.pk for s in feedback} - set(left_fresh) | {
+        s.pk for s in unrated[: settings.GATE_FRESH_SAMPLES]
+    }  # the places the fresh ones leave go to the oldest unrated answers
+    assert trained[:6] == [s.pk for s in feedback[:6]]
+
+
+def test_unrated_answers_wait_for_an_update_with_feedback(settings) -> None:
+    """The wait trigger counts from the oldest sample with a signal: unrated answers that have
+    waited long start no update on their own, and one 👍 that waited long does."""
+    settings.TRAIN_BATCH_SIZE, settings.TRAIN_MAX_WAIT_S = 8, 3600
+    unrated = _samples(3)
+    Sample.objects.filter(pk__in=[s.pk for s in unrated]).update(
+        reward=0.0, created_at=timezone.now() - timedelta(hours=2)
+    )
+    rated = _samples(1)
+    assert training.training_update_maybe_queue() is None
+    Sample.objects.filter(pk=rated[0].pk).update(created_at=timezone.now() - timedelta(hours=2))
+    assert training.training_update_maybe_queue() is not None
 
 
 def test_the_stored_sample_kinds_are_the_registrys() -> None:
