@@ -128,27 +128,39 @@ def batch_order(samples: QuerySet[Sample]) -> QuerySet[Sample]:
     """Samples with a signal first, then the oldest first: a user who chatted a while without
     feedback and then corrected an answer gets the correction trained in the next update, not
     a batch of their earlier unrated answers (a version that trained nothing, seen from a fresh
-    ``make run``: 12 unrated answers then 8 corrections made v1 of the 12 alone)."""
+    ``make run``: 12 unrated answers then 8 corrections made v1 of 8 unrated answers)."""
     return samples.annotate(
         has_signal=ExpressionWrapper(SIGNAL, output_field=BooleanField())
     ).order_by("-has_signal", "created_at", "pk")
 
 
-def _is_due(*, count: int, oldest: Any, force: bool) -> bool:
-    waited = (timezone.now() - oldest).total_seconds()
-    return force or count >= settings.TRAIN_BATCH_SIZE or waited >= settings.TRAIN_MAX_WAIT_S
+def _due_stats() -> dict[str, Any]:
+    """What the trigger reads of a lineage's claimable samples: how many have a signal, and
+    when the oldest of them was made."""
+    return {"signal": Count("id", filter=SIGNAL), "oldest": Min("created_at", filter=SIGNAL)}
+
+
+def _is_due(stats: dict[str, Any], *, force: bool) -> bool:
+    """A batch is due when samples with a signal fill it, or the oldest has waited long
+    enough (or ``force``); never without one: it would train nothing."""
+    if not stats["signal"]:
+        return False
+    waited = (timezone.now() - stats["oldest"]).total_seconds()
+    return (
+        force or stats["signal"] >= settings.TRAIN_BATCH_SIZE or waited >= settings.TRAIN_MAX_WAIT_S
+    )
 
 
 def next_lineage_owner(*, force: bool = False) -> int | None:
     """The user whose update goes next (``PARLEY_LEARNING_SCOPE=user``), or None if nobody's
     batch is due. Among users with a due batch, the one whose last update is oldest (never
-    updated: first of all), then the one whose oldest ready sample is oldest."""
+    updated: first of all), then the one whose oldest sample with a signal is oldest."""
     due = {
         row["owner"]: row["oldest"]
         for row in claimable_samples(algorithm=settings.TRAIN_ALGORITHM)
         .values(owner=F("message__conversation__owner_id"))
-        .annotate(signal=Count("id", filter=SIGNAL), oldest=Min("created_at", filter=SIGNAL))
-        if row["signal"] and _is_due(count=row["signal"], oldest=row["oldest"], force=force)
+        .annotate(**_due_stats())
+        if _is_due(row, force=force)
     }
     if not due:
         return None
@@ -162,12 +174,8 @@ def next_lineage_owner(*, force: bool = False) -> int | None:
 
 
 def _shared_is_due(*, force: bool) -> bool:
-    stats = claimable_samples(algorithm=settings.TRAIN_ALGORITHM).aggregate(
-        signal=Count("id", filter=SIGNAL), oldest=Min("created_at", filter=SIGNAL)
-    )
-    return bool(stats["signal"]) and _is_due(
-        count=stats["signal"], oldest=stats["oldest"], force=force
-    )
+    stats = claimable_samples(algorithm=settings.TRAIN_ALGORITHM).aggregate(**_due_stats())
+    return _is_due(stats, force=force)
 
 
 @transaction.atomic
