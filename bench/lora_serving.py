@@ -29,250 +29,32 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import secrets
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.common import (
-    ROOT,
-    concurrent_streams,
-    median,
-    percentile,
-    record,
-    stop_process_group,
-    timed_stream,
+from bench.common import ROOT, concurrent_streams, median, record, timed_stream
+from bench.lora_serving_figures import (
+    BASE,
+    REFERENCE,
+    ColdLoad,
+    Round,
+    adapter_name,
+    cold_load_figures,
+    config_figures,
+    ratios,
+    stream_models,
+    table,
 )
+from bench.lora_serving_setup import Server, make_adapters, running_vllm, say
 from bench.serving import PROMPTS  # the serving benchmark's prompts, for comparable figures
 
 DEFAULT_MODEL = ROOT / "var" / "models" / "SmolLM2-135M-Instruct"
-BASE = "base"
-REFERENCE = "1"  # the configuration every ratio is taken against: everyone on one adapter
-
-
-def say(message: str) -> None:
-    print(f"lora_serving | {message}", flush=True)
-
-
-def adapter_name(index: int) -> str:
-    return f"user-{index:02d}"
-
-
-def make_adapters(
-    base_model_dir: str | Path, out_dir: str | Path, count: int, *, scale: float = 0.08
-) -> list[Path]:
-    """``count`` distinct LoRA adapter folders for the base model, as Parley's trainer saves them.
-
-    One adapter is created with peft at ``UpdateConfig``'s rank and target modules (A random,
-    B zero), then copied ``count`` times with every ``lora_B`` replaced by N(0, scale²) values
-    from the copy's own seed, so each adapter changes the model's output, and differently.
-    At 0.02 the base model's greedy answers came back unchanged; at 0.05-0.1 they differ from
-    the base's and from each other's and stay fluent.
-    """
-    import torch
-    from safetensors.torch import load_file, save_file
-
-    from trainer.config import UpdateConfig
-    from trainer.policy import load_policy, save_adapter
-
-    out = Path(out_dir)
-    template = save_adapter(
-        load_policy(base_model_dir, UpdateConfig(), device="cpu"), out / "template"
-    )
-    weights = load_file(str(template / "adapter_model.safetensors"))
-    folders = []
-    for index in range(count):
-        generator = torch.Generator().manual_seed(1000 + index)
-        copy = {
-            name: torch.randn(tensor.shape, generator=generator) * scale
-            if "lora_B" in name
-            else tensor.contiguous()
-            for name, tensor in weights.items()
-        }
-        folder = out / adapter_name(index)
-        folder.mkdir(parents=True, exist_ok=True)
-        save_file(copy, str(folder / "adapter_model.safetensors"), metadata={"format": "pt"})
-        shutil.copy(template / "adapter_config.json", folder / "adapter_config.json")
-        folders.append(folder)
-    return folders
-
-
-# --- figures (pure) ---------------------------------------------------------------------
-
-
-@dataclass
-class Round:
-    """One configuration's batch of concurrent streams in one round."""
-
-    ttfts_ms: list[float]
-    tokens: int
-    wall_s: float
-    rss_mb: float
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.tokens / self.wall_s if self.wall_s > 0 else float("nan")
-
-
-@dataclass
-class ColdLoad:
-    """An adapter never loaded before: the load call, then two requests on it one after another."""
-
-    load_ms: float
-    cold_ttft_ms: float
-    warm_ttft_ms: float
-    rss_added_mb: float
-
-
-def config_figures(rounds: list[Round]) -> dict[str, float]:
-    """TTFT percentiles over every stream of every round; tokens/s the median over rounds."""
-    ttfts = [t for r in rounds for t in r.ttfts_ms]
-    return {
-        "ttft_p50_ms": median(ttfts),
-        "ttft_p99_ms": percentile(ttfts, 0.99),
-        "tokens_per_s": median([r.tokens_per_s for r in rounds]),
-        "rss_mb": max((r.rss_mb for r in rounds), default=float("nan")),
-    }
-
-
-def ratios(rounds: list[Round], reference: list[Round]) -> dict[str, float]:
-    """Against the reference configuration, paired round by round (drift cancels out): the
-    median over rounds of this round's figure / the reference's figure in the same round."""
-
-    def paired(value) -> float:  # noqa: ANN001
-        pairs = zip(rounds, reference, strict=True)
-        return median([value(a) / value(b) for a, b in pairs])
-
-    return {
-        "ttft_p50": paired(lambda r: median(r.ttfts_ms)),
-        "ttft_p99": paired(lambda r: percentile(r.ttfts_ms, 0.99)),
-        "tokens_per_s": paired(lambda r: r.tokens_per_s),
-        "rss": paired(lambda r: r.rss_mb),
-    }
-
-
-def cold_load_figures(loads: list[ColdLoad]) -> dict[str, float]:
-    return {
-        "count": len(loads),
-        "load_ms_median": median([c.load_ms for c in loads]),
-        "load_ms_max": max((c.load_ms for c in loads), default=float("nan")),
-        "cold_ttft_ms_median": median([c.cold_ttft_ms for c in loads]),
-        "warm_ttft_ms_median": median([c.warm_ttft_ms for c in loads]),
-        "cold_over_warm_ttft": median([c.cold_ttft_ms / c.warm_ttft_ms for c in loads]),
-        "rss_added_mb_median": median([c.rss_added_mb for c in loads]),
-    }
-
-
-def table(results: dict[str, list[Round]], streams: int) -> str:
-    """The side-by-side table, every configuration against the one-adapter case."""
-    lines = [
-        f"{'adapters':<10}{'streams':>8}{'TTFT p50 ms':>13}{'TTFT p99 ms':>13}{'tok/s':>8}"
-        f"{'RSS MB':>9}{'p50 ×':>8}{'p99 ×':>8}{'tok/s ×':>9}{'RSS ×':>8}"
-    ]
-    for name, rounds in results.items():
-        f, r = config_figures(rounds), ratios(rounds, results[REFERENCE])
-        lines.append(
-            f"{name:<10}{streams:>8}{f['ttft_p50_ms']:>13.1f}{f['ttft_p99_ms']:>13.1f}"
-            f"{f['tokens_per_s']:>8.1f}{f['rss_mb']:>9.0f}{r['ttft_p50']:>8.3f}"
-            f"{r['ttft_p99']:>8.3f}{r['tokens_per_s']:>9.3f}{r['rss']:>8.3f}"
-        )
-    return "\n".join(lines)
-
-
-def stream_models(config: str, streams: int) -> list[str]:
-    """The model each of the round's streams asks for: the base, or adapters spread evenly.
-
-    >>> stream_models("2", 4), stream_models(BASE, 2)
-    (['user-00', 'user-01', 'user-00', 'user-01'], ['base', 'base'])
-    """
-    if config == BASE:
-        return [BASE] * streams
-    return [adapter_name(i % int(config)) for i in range(streams)]
-
-
-# --- the vLLM server --------------------------------------------------------------------
-
-
-@dataclass
-class Server:
-    url: str  # …/v1
-    headers: dict[str, str]
-    pid: int
-    log_path: Path
-    started_s: float = field(default=0.0)
-
-    def rss_mb(self) -> float:
-        """Resident memory of the API server and every process it spawned (the engine core)."""
-        import psutil
-
-        root = psutil.Process(self.pid)
-        total = 0
-        for process in [root, *root.children(recursive=True)]:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                total += process.memory_info().rss
-        return total / 2**20
-
-
-@contextlib.contextmanager
-def running_vllm(
-    model_dir: Path, *, max_loras: int, max_cpu_loras: int, log_path: Path, timeout_s: float
-) -> Iterator[Server]:
-    """vLLM alone, with the command line Parley's `serve` process uses, on a free port."""
-    from tests.helpers import free_port
-    from webapp.infra.serving import VllmOptions, serving_dtype, vllm_server_command
-
-    port, key = free_port(), secrets.token_urlsafe(32)
-    command, env = vllm_server_command(
-        VllmOptions(
-            model_dir=str(model_dir),
-            port=port,
-            dtype=serving_dtype("auto", cuda=False),
-            max_loras=max_loras,
-            extra_args=("--max-cpu-loras", str(max_cpu_loras)),
-            cpu_kvcache_space=2,
-            api_key=key,
-        )
-    )
-    started = time.perf_counter()
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    try:
-        url, last_report = f"http://127.0.0.1:{port}", started
-        while True:
-            if process.poll() is not None:
-                tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-30:])
-                raise RuntimeError(f"vLLM exited with {process.returncode}; its log ends:\n{tail}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            now = time.perf_counter()
-            if now - started > timeout_s:
-                raise RuntimeError(f"vLLM did not answer /health in {timeout_s:.0f} s: {log_path}")
-            if now - last_report >= 15:
-                say(f"waiting for vLLM to start: {now - started:.0f} s")
-                last_report = now
-            time.sleep(1)
-        elapsed = time.perf_counter() - started
-        say(f"vLLM ready in {elapsed:.0f} s (pid {process.pid}, log {log_path})")
-        yield Server(
-            f"{url}/v1", {"Authorization": f"Bearer {key}"}, process.pid, log_path, elapsed
-        )
-    finally:
-        stop_process_group(process)
-
-
-# --- the run ----------------------------------------------------------------------------
 
 
 def body(model: str, prompt: str, max_tokens: int, *, stream: bool = True) -> dict[str, Any]:

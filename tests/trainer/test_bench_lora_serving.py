@@ -11,18 +11,18 @@ import torch
 from peft import PeftModel
 from transformers import AutoModelForCausalLM
 
-from bench.lora_serving import (
+from bench.lora_serving_figures import (
     BASE,
     REFERENCE,
     ColdLoad,
     Round,
     cold_load_figures,
     config_figures,
-    make_adapters,
     ratios,
     stream_models,
     table,
 )
+from bench.lora_serving_setup import make_adapters
 from trainer.config import UpdateConfig
 
 
