@@ -149,6 +149,18 @@ async def concurrent_streams(
         return list(timings), time.perf_counter() - started
 
 
+def sql(var_dir: Path, query: str, params: tuple = ()) -> list[tuple]:
+    """Rows from the running system's own PostgreSQL, found through its var/run/infra.json."""
+    import psycopg
+
+    from webapp.config import database_from_url
+
+    url = json.loads((var_dir / "run" / "infra.json").read_text())["database_url"]
+    db = database_from_url(url)
+    with psycopg.connect(host=db["HOST"], user=db["USER"], dbname=db["NAME"]) as conn:
+        return conn.execute(query, params).fetchall()
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     if not ordered:

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import ROOT, percentile, record, running_system
+from bench.common import ROOT, percentile, record, running_system, sql
 
 ANSWER = re.compile(r'class="message assistant status-(\w+)" id="message-(\d+)"')
 PROMPTS = [
@@ -214,17 +214,6 @@ def make_adapter(var_dir: Path, manage: Callable[..., str]) -> None:
         "from webapp.learning.models import PolicyVersion as P; P.objects.get_or_create("
         f"number=1, defaults=dict(adapter_path='{out}', status='candidate'))",
     )
-
-
-def sql(var_dir: Path, query: str, params: tuple = ()) -> list[tuple]:
-    import psycopg
-
-    from webapp.config import database_from_url
-
-    url = json.loads((var_dir / "run" / "infra.json").read_text())["database_url"]
-    db = database_from_url(url)
-    with psycopg.connect(host=db["HOST"], user=db["USER"], dbname=db["NAME"]) as conn:
-        return conn.execute(query, params).fetchall()
 
 
 def run_load(

@@ -232,7 +232,7 @@ def run_flood(
 
 def _judgements(var_dir: Path, tag: str, *, flooder_name: str) -> dict[str, int]:
     """Judgements of the flooder's turns and of the others' (made while the run lasted)."""
-    from bench.load import sql
+    from bench.common import sql
 
     rows = sql(
         var_dir,

@@ -35,7 +35,7 @@ import httpx
 import openai
 
 from bench.answering import BROKEN_EXAMPLES
-from bench.common import ROOT, RunningSystem, record, running_system
+from bench.common import ROOT, RunningSystem, record, running_system, sql
 from bench.preferences import Preference, answer_flaws, load_preferences, load_prompts
 from bench.replay import SCORING, default_model_dir, plot_if_possible
 from bench.simulated_user import react
@@ -66,19 +66,8 @@ class Run:
     rejected: list[int] = field(default_factory=list)
 
 
-def _sql(system: RunningSystem, query: str, params: tuple = ()) -> list[tuple]:
-    import psycopg
-
-    from webapp.config import database_from_url
-
-    url = json.loads((system.var_dir / "run" / "infra.json").read_text())["database_url"]
-    db = database_from_url(url)
-    with psycopg.connect(host=db["HOST"], user=db["USER"], dbname=db["NAME"]) as conn:
-        return conn.execute(query, params).fetchall()
-
-
 def _newest_version(system: RunningSystem) -> int:
-    return _sql(system, "SELECT max(number) FROM learning_policyversion")[0][0]
+    return sql(system.var_dir, "SELECT max(number) FROM learning_policyversion")[0][0]
 
 
 def _settled_status(system: RunningSystem, number: int, *, deadline: float) -> str:
@@ -86,21 +75,17 @@ def _settled_status(system: RunningSystem, number: int, *, deadline: float) -> s
     recorded as a candidate when its update finishes and goes live only after every replica
     has loaded its adapter, so asking for it in between would get vLLM's 404."""
     while True:
-        status = _sql(
-            system, "SELECT status FROM learning_policyversion WHERE number = %s", (number,)
+        status = sql(
+            system.var_dir, "SELECT status FROM learning_policyversion WHERE number = %s", (number,)
         )[0][0]
         if status != "candidate" or time.monotonic() > deadline:
             return status
         time.sleep(1)
 
 
-def _live_version(system: RunningSystem) -> int:
-    return _sql(system, "SELECT number FROM learning_policyversion WHERE status = 'live'")[0][0]
-
-
 def _ppl_ratio(system: RunningSystem, number: int) -> float | None:
-    rows = _sql(
-        system,
+    rows = sql(
+        system.var_dir,
         "SELECT number, probe_metrics FROM learning_policyversion WHERE number IN (0, %s)",
         (number,),
     )
