@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import bench.personalize
-from bench.personalize import Run, VersionScore
+from bench.live_learner import Run, VersionScore
 
 
 def test_the_figures_are_recorded_without_matplotlib(monkeypatch, tmp_path: Path, capsys) -> None:
