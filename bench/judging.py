@@ -3,7 +3,10 @@
 ``--accuracy`` reads the labelled next states of bench/data/next_states.json (the user's next
 message or a tool result after an answer; truth +1/-1/0) and reports, per judge, how often the
 majority vote is right and how many votes parse, on the held-out split by default (the cue
-judge's rules were written on the ``tune`` split only). Judges:
+judge's rules were written on the ``tune`` split only), with a table per language (where the
+cases name one), per split and per kind. ``--cases FILE`` reads another labelled set of the same
+shape, e.g. bench/data/next_states_multilingual.json (English, German, Chinese, French, Spanish;
+written without looking at the cue rules), and implies ``--accuracy``. Judges:
 
 - ``cues``: the default judge (trainer/judge_cues.py), no model.
 - ``llm-choice``: the base model constrained to the three boxes, as the LLM judge runs on vLLM
@@ -19,6 +22,8 @@ Without ``--accuracy``: throughput, turns judged per minute with m=3 votes on a 
 and what batching the m votes into one request (n=m) gains over m separate requests.
 
     python -m bench.judging --accuracy [--judges cues,llm-choice] [--split heldout]
+    python -m bench.judging --cases bench/data/next_states_multilingual.json --split all \\
+        --judges cues
     python -m bench.judging [--turns 6] [--votes 3]
 """
 
@@ -81,9 +86,40 @@ def judge_once(
     return time.perf_counter() - started
 
 
-def load_cases(split: str) -> list[dict[str, Any]]:
-    cases = json.loads(DATA.read_text())["cases"]
+def load_cases(split: str, path: Path = DATA) -> list[dict[str, Any]]:
+    cases = json.loads(Path(path).read_text())["cases"]
     return [c for c in cases if split == "all" or c["split"] == split]
+
+
+def tally(cases: list[dict[str, Any]], right: list[bool], key: str) -> dict[str, dict[str, int]]:
+    """Right and total per value of ``case[key]`` (cases without the key count as "-")."""
+    groups: dict[str, dict[str, int]] = {}
+    for case, ok in zip(cases, right, strict=True):
+        group = groups.setdefault(str(case.get(key, "-")), {"right": 0, "cases": 0})
+        group["cases"] += 1
+        group["right"] += ok
+    return dict(sorted(groups.items()))
+
+
+def accuracy_table(cases: list[dict[str, Any]], right: list[bool], row_key: str) -> str:
+    """Accuracy per ``row_key`` (rows) and per split (columns), with an "all" row and column."""
+    splits = sorted({c["split"] for c in cases}, reverse=True)  # tune before heldout
+    columns = [*splits, "all"] if len(splits) > 1 else splits
+    rows = [*sorted({str(c.get(row_key, "-")) for c in cases}), "all"]
+
+    def cell(row: str, column: str) -> str:
+        picked = [
+            ok
+            for c, ok in zip(cases, right, strict=True)
+            if row in ("all", str(c.get(row_key, "-"))) and column in ("all", c["split"])
+        ]
+        return f"{sum(picked)}/{len(picked)} {sum(picked) / len(picked):4.0%}" if picked else "-"
+
+    width = max(len(r) for r in [*rows, row_key])
+    lines = [f"  {row_key:<{width}}  " + "  ".join(f"{c:>12}" for c in columns)]
+    for row in rows:
+        lines.append(f"  {row:<{width}}  " + "  ".join(f"{cell(row, c):>12}" for c in columns))
+    return "\n".join(lines)
 
 
 def _prm_v1_messages(*, request: str, answer: str, next_state: str) -> list[dict[str, str]]:
@@ -192,7 +228,8 @@ def judge_votes(
 
 
 def accuracy(args: argparse.Namespace) -> None:
-    cases = load_cases(args.split)
+    data = Path(args.cases)
+    cases = load_cases(args.split, data)
     if args.limit and args.limit < len(cases):
         cases = cases[:: math.ceil(len(cases) / args.limit)]
     judges = [j.strip() for j in args.judges.split(",") if j.strip()]
@@ -205,19 +242,20 @@ def accuracy(args: argparse.Namespace) -> None:
     figures: dict[str, Any] = {}
     for judge in judges:
         started = time.perf_counter()
-        right, votes_total, parsed, wrong = 0, 0, 0, Counter()
+        votes_total, parsed, wrong = 0, 0, Counter()
+        rights: list[bool] = []
         for case in cases:
             texts = judge_votes(judge, case, model, args)
             scores = [parse_vote(t) for t in texts]
             votes_total += len(scores)
             parsed += sum(s is not None for s in scores)
-            if majority(scores) == case["label"]:
-                right += 1
-            else:
+            rights.append(majority(scores) == case["label"])
+            if not rights[-1]:
                 wrong[case["kind"]] += 1
             if judge != "cues":
                 print(f"  {case['id']} truth {case['label']:+d} votes {scores}", flush=True)
         seconds = time.perf_counter() - started
+        right = sum(rights)
         figures[judge] = {
             "right": right,
             "cases": len(cases),
@@ -226,6 +264,9 @@ def accuracy(args: argparse.Namespace) -> None:
             "parsed": parsed,
             "parse_rate": parsed / votes_total if votes_total else 0.0,
             "wrong_by_kind": dict(wrong),
+            "by_language": tally(cases, rights, "language"),
+            "by_split": tally(cases, rights, "split"),
+            "by_kind": tally(cases, rights, "kind"),
             "seconds_per_case": seconds / len(cases),
         }
         print(
@@ -233,6 +274,9 @@ def accuracy(args: argparse.Namespace) -> None:
             f"votes parsed {parsed}/{votes_total}, {seconds / len(cases):.2f} s/case, "
             f"wrong by kind {dict(wrong)}"
         )
+        if any("language" in c for c in cases):
+            print(accuracy_table(cases, rights, "language"))
+        print(accuracy_table(cases, rights, "kind"))
     record(
         "judging_accuracy",
         {
@@ -242,12 +286,15 @@ def accuracy(args: argparse.Namespace) -> None:
             "temperature": args.temperature,
             "seed": args.seed,
             "max_tokens": args.max_tokens,
-            "data": str(DATA.relative_to(ROOT)),
+            "data": str(data.resolve().relative_to(ROOT))
+            if data.resolve().is_relative_to(ROOT)
+            else str(data),
             "judges": figures,
         },
     )
     print(f"recorded in {RESULTS.relative_to(ROOT)}")
-    name = f"judging-accuracy-{args.split}-{'+'.join(judges)}.png"
+    stem = "" if data.resolve() == DATA else f"{data.stem}-"
+    name = f"judging-accuracy-{stem}{args.split}-{'+'.join(judges)}.png"
     plot_accuracy(figures, args.split, RESULTS.parent / "results" / name)
 
 
@@ -281,6 +328,9 @@ def main() -> None:
     parser.add_argument("--accuracy", action="store_true", help="right and parsed, per judge")
     parser.add_argument("--judges", default="cues,llm-choice", help=f"of {','.join(JUDGES)}")
     parser.add_argument("--split", default="heldout", choices=["heldout", "tune", "all"])
+    parser.add_argument(
+        "--cases", default=None, help=f"a labelled set (implies --accuracy); default {DATA.name}"
+    )
     parser.add_argument("--limit", type=int, default=0, help="every k-th case, about this many")
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--seed", type=int, default=0)
@@ -288,6 +338,9 @@ def main() -> None:
     parser.add_argument("--votes", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=128)
     args = parser.parse_args()
+    if args.cases is not None:
+        args.accuracy = True
+    args.cases = args.cases or DATA
     if args.accuracy:
         accuracy(args)
         return
