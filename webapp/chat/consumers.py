@@ -26,6 +26,7 @@ from django.conf import settings
 from django.http import Http404
 
 from webapp.chat import fragments
+from webapp.chat.groups import conversation_group
 from webapp.chat.limits import message_text_problem
 from webapp.chat.models import Conversation, Message
 from webapp.chat.selectors import conversation_get_for_user, prompt_messages
@@ -48,11 +49,6 @@ logger = logging.getLogger(__name__)
 # After this long without a first token the transcript says the model is slow.
 SLOW_NOTICE_AFTER_S = 8.0
 CLOSE_NOT_FOUND = 4404
-
-
-def conversation_group(conversation_id: int) -> str:
-    """The channel-layer group of a conversation's open pages (later work pushes status here)."""
-    return f"conversation-{conversation_id}"
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
@@ -82,7 +78,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def chat_fragment(self, event: dict[str, Any]) -> None:
-        """``group_send(conversation_group(id), {"type": "chat.fragment", "html": ...})``."""
+        """``group_send(conversation_group(id), fragment_event(html))``: pass it to the page."""
         await self.send(text_data=event["html"])
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:

@@ -11,7 +11,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from django.utils.html import format_html
 
-from webapp.chat.consumers import conversation_group
+from webapp.chat.groups import conversation_group, fragment_event
 from webapp.learning.selectors import learning_status
 
 log = logging.getLogger(__name__)
@@ -33,10 +33,7 @@ def _push(conversation_id: int, message_id: int) -> None:
     try:
         async_to_sync(layer.group_send)(
             conversation_group(conversation_id),
-            {
-                "type": "chat.fragment",
-                "html": _fragment(message_id, learning_status(message_id=message_id)),
-            },
+            fragment_event(_fragment(message_id, learning_status(message_id=message_id))),
         )
     except Exception:  # a status badge must never fail judging or training
         log.warning("could not push learning status of message %s", message_id, exc_info=True)
