@@ -1,30 +1,16 @@
-"""Celery entry points for conversations (found by autodiscovery; queue ``judge``)."""
+"""Celery entry points for conversations (found by autodiscovery; queue ``judge``).
+
+Closing a conversation queues ``finalize_conversation``, the learning loop's work: it lives in
+webapp/learning/tasks.py under the name ``webapp.core.outbox.Task`` gives it.
+"""
 
 from __future__ import annotations
 
-from celery import Task as CeleryTask
 from celery import shared_task
 from django.conf import settings
 
-from webapp.chat.models import Conversation
 from webapp.chat.services import conversations_close_idle
-from webapp.core.limits import judging_slot
 from webapp.core.outbox import Task
-from webapp.learning.tasks import JUDGE_RETRY, JudgeBusy
-from webapp.learning.workflows import judging
-
-
-@shared_task(name=Task.FINALIZE_CONVERSATION.value, **JUDGE_RETRY)
-def finalize_conversation(self: CeleryTask, conversation_id: int) -> int | None:
-    """A conversation closed: make sure it leaves at least one sample (within its owner's
-    judge budget, as ``judge_message``)."""
-    owner_id = (
-        Conversation.objects.filter(pk=conversation_id).values_list("owner_id", flat=True).first()
-    )
-    with judging_slot(user_id=owner_id, work=f"conversation:{conversation_id}") as admitted:
-        if not admitted:
-            raise JudgeBusy(f"the owner of conversation {conversation_id} is at their limit")
-        return judging.finalize_conversation(conversation_id, judge=judging.judge_from_settings())
 
 
 @shared_task(name=Task.CLOSE_IDLE_CONVERSATIONS.value)

@@ -10,6 +10,7 @@ from celery import Task as CeleryTask
 from celery import shared_task
 
 from trainer.judge_client import JudgeUnavailable
+from webapp.chat.models import Conversation
 from webapp.core.limits import judging_slot
 from webapp.core.outbox import Task
 from webapp.learning.workflows import judging, recovery, training
@@ -37,6 +38,19 @@ def judge_message(self: CeleryTask, message_id: int) -> int | None:
         if not admitted:
             raise JudgeBusy(f"the owner of message {message_id} is at their judge work limit")
         return judging.judge_message(message_id, judge=judging.judge_from_settings())
+
+
+@shared_task(name=Task.FINALIZE_CONVERSATION.value, **JUDGE_RETRY)
+def finalize_conversation(self: CeleryTask, conversation_id: int) -> int | None:
+    """A conversation closed: make sure it leaves at least one sample (within its owner's
+    judge budget, as ``judge_message``)."""
+    owner_id = (
+        Conversation.objects.filter(pk=conversation_id).values_list("owner_id", flat=True).first()
+    )
+    with judging_slot(user_id=owner_id, work=f"conversation:{conversation_id}") as admitted:
+        if not admitted:
+            raise JudgeBusy(f"the owner of conversation {conversation_id} is at their limit")
+        return judging.finalize_conversation(conversation_id, judge=judging.judge_from_settings())
 
 
 @shared_task(name=Task.REQUEUE_PENDING.value)
