@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, StreamingHttpResponse
 from django.utils.html import format_html
@@ -21,29 +21,11 @@ from django.utils.html import format_html
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.core.admin_helpers import admin_link, admin_list_link, jsonl_response, pretty_json
 from webapp.core.audit import AuditedAdmin, ViewOnlyAdmin
+from webapp.learning.admin.common import rejudge_notice
 from webapp.learning.export import conversation_records
 from webapp.learning.models import Judgement, Sample
-from webapp.learning.services import messages_rejudge
 from webapp.privacy.selectors import conversation_footprint
 from webapp.privacy.services import deletion_summary, my_conversation_delete, service_owned_perms
-
-
-def rejudge_notice(request: HttpRequest, model_admin: admin.ModelAdmin, answers: list) -> None:
-    """Queue the judge again for ``answers`` and tell the admin what will and will not change."""
-    result = messages_rejudge(messages=answers)
-    model_admin.message_user(request, f"Queued {len(result.queued)} answer(s) for judging.")
-    if result.unchanged:
-        model_admin.message_user(
-            request,
-            f"{len(result.unchanged)} of them have the same evidence (next state and feedback) "
-            "as their last judgement, so they keep it: the judge is idempotent per evidence.",
-            level=messages.WARNING,
-        )
-    if result.skipped:
-        reasons = "; ".join(f"{pk}: {why}" for pk, why in sorted(result.skipped.items()))
-        model_admin.message_user(
-            request, f"Not judged (never trained): {reasons}", level=messages.WARNING
-        )
 
 
 class MessageInline(admin.TabularInline):

@@ -1,15 +1,18 @@
-"""What every learning admin shares: view-only pages, the conversation filter, chain lookups."""
+"""What every learning admin shares: view-only pages, the conversation filter, chain lookups,
+and the re-judge action's notice (the message admin offers it too)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from webapp.chat.models import Message
 from webapp.core.audit import ViewOnlyAdmin
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
+from webapp.learning.services import messages_rejudge
 
 
 class ConversationFilter(admin.SimpleListFilter):
@@ -67,6 +70,7 @@ __all__ = [
     "ViewOnlyAdmin",
     "owner_name",
     "produced_by",
+    "rejudge_notice",
     "sample_of",
 ]
 
@@ -83,3 +87,23 @@ def produced_by(version: PolicyVersion) -> TrainingUpdate | None:
         return version.produced_by
     except TrainingUpdate.DoesNotExist:
         return None
+
+
+def rejudge_notice(
+    request: HttpRequest, model_admin: admin.ModelAdmin, answers: list[Message]
+) -> None:
+    """Queue the judge again for ``answers`` and tell the admin what will and will not change."""
+    result = messages_rejudge(messages=answers)
+    model_admin.message_user(request, f"Queued {len(result.queued)} answer(s) for judging.")
+    if result.unchanged:
+        model_admin.message_user(
+            request,
+            f"{len(result.unchanged)} of them have the same evidence (next state and feedback) "
+            "as their last judgement, so they keep it: the judge is idempotent per evidence.",
+            level=messages.WARNING,
+        )
+    if result.skipped:
+        reasons = "; ".join(f"{pk}: {why}" for pk, why in sorted(result.skipped.items()))
+        model_admin.message_user(
+            request, f"Not judged (never trained): {reasons}", level=messages.WARNING
+        )

@@ -9,14 +9,18 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, StreamingHttpResponse
 from django.utils.html import format_html, format_html_join
 
-from webapp.chat.admin import rejudge_notice
 from webapp.chat.models import Message
 from webapp.core.admin_helpers import (
     EMPTY,
     admin_link,
     jsonl_response,
 )
-from webapp.learning.admin.common import ConversationFilter, ViewOnlyAdmin, sample_of
+from webapp.learning.admin.common import (
+    ConversationFilter,
+    ViewOnlyAdmin,
+    rejudge_notice,
+    sample_of,
+)
 from webapp.learning.export import judgement_records
 from webapp.learning.models import Judgement
 
