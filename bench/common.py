@@ -174,7 +174,7 @@ def median(values: list[float]) -> float:
 
 
 def record(name: str, figures: dict[str, Any]) -> None:
-    """Append one benchmark's figures to bench/results.jsonl (the README quotes the latest)."""
+    """Append one benchmark's figures to bench/results.jsonl (docs/benchmarks.md quotes them)."""
     entry = {
         "bench": name,
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

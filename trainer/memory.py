@@ -104,7 +104,7 @@ class ModelShape:
         return self.layers * per_layer + embeddings + self.hidden
 
 
-# Public shapes of the model sizes the README shows the arithmetic for.
+# Public shapes of the model sizes docs/production.md shows the arithmetic for.
 SHAPES: dict[str, ModelShape] = {
     "0.5B (Qwen2.5-0.5B)": ModelShape(24, 896, 4864, 151936, 14, 2, 64, True),
     "4B (Qwen3-4B)": ModelShape(36, 2560, 9728, 151936, 32, 8, 128, True),
@@ -309,10 +309,10 @@ def anchor_token_count(config: UpdateConfig, base_model_dir: str | Path | None) 
 
 
 def budget_table(gpu_gib: float = 80, vllm_shares: Sequence[float] = (0.85, 0.6)) -> str:
-    """The README's table: each model size's budget on one GPU shared with vLLM (Markdown).
+    """docs/production.md's table: each model size's budget on one GPU shared with vLLM (Markdown).
 
     The defaults of ``UpdateConfig`` (rank 16 on q/k/v/o, 4096-token micro-batches), bf16
-    weights, gradient checkpointing on and off; a test keeps the README's copy equal to this.
+    weights, gradient checkpointing on and off; a test keeps that page's copy equal to this.
     """
     config = UpdateConfig()
     rows = [

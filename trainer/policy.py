@@ -63,7 +63,7 @@ def pick_device(device: str | torch.device | None = None) -> torch.device:
             raise TrainDeviceError(
                 f"{DEVICE_SETTING}=cuda but torch sees no GPU (torch {torch.__version__}, "
                 f"built for CUDA {torch.version.cuda}): check nvidia-smi, the NVIDIA driver "
-                "version the README names, and that the container was given the GPU"
+                "version docs/production.md names, and that the container was given the GPU"
             )
         return torch.device("cpu")
     local_rank = os.environ.get("LOCAL_RANK")

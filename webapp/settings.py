@@ -2,8 +2,8 @@
 
 Embedded mode (no ``DATABASE_URL`` / ``REDIS_URL``): the launcher starts PostgreSQL and Redis
 under ``var/`` and writes their addresses to ``var/run/infra.json``; any process started later
-(a worker, ``manage.py shell``) finds them there. The README's configuration table lists every
-variable read here.
+(a worker, ``manage.py shell``) finds them there. docs/configuration.md lists every variable
+read here.
 """
 
 from __future__ import annotations
@@ -164,8 +164,8 @@ API_MAX_TOKENS = env_int("PARLEY_API_MAX_TOKENS", 2048)
 API_MAX_N = env_int("PARLEY_API_MAX_N", 4)
 # Per-user limits (over all of a user's keys and browser tabs together).
 USER_MAX_API_KEYS = env_int("PARLEY_USER_MAX_API_KEYS", 10)
-# Two answers at once per user: measured with bench.load --flood on the 2-core CPU box, the
-# other users' TTFT p99 grew 3.03x with 4, 1.72x with 2 and 1.48-1.63x with 1 (README).
+# Two answers at once per user: more let one user's parallel requests push back everyone
+# else's first tokens (python -m bench.load --flood --flood-user-streams N measures it).
 USER_MAX_STREAMS = env_int("PARLEY_USER_MAX_STREAMS", 2)
 USER_RATE_LIMIT_PER_MINUTE = env_int("PARLEY_USER_RATE_LIMIT_PER_MINUTE", 600)
 # A stream's slot is freed when it ends; one a crashed process held expires after this.

@@ -332,10 +332,10 @@ def test_vllm_schedules_by_priority_so_the_judge_waits_behind_chat(config):
 
 
 def test_the_caddyfile_limits_request_bodies_to_the_apps_limit():
-    """Runs without compose: docker/Caddyfile (compose's proxy) and the README's example."""
+    """Runs without compose: docker/Caddyfile (compose's proxy) and docs/production.md's example."""
     caddyfile = (DOCKER / "Caddyfile").read_text()
     assert re.search(r"request_body\s*\{\s*max_size\s+\{\$PARLEY_PROXY_MAX_BODY:4MiB\}", caddyfile)
     assert "reverse_proxy web:8000" in caddyfile
-    readme = (ROOT / "README.md").read_text()
-    example = re.search(r"```caddyfile\n(.*?)```", readme, re.S)
+    guide = (ROOT / "docs" / "production.md").read_text()
+    example = re.search(r"```caddyfile\n(.*?)```", guide, re.S)
     assert example and re.search(r"request_body\s*\{\s*max_size\s+4MiB", example[1])

@@ -118,5 +118,5 @@ def test_the_gpu_set_resolves_against_pypi(tmp_path: Path) -> None:
     torch = installed["torch"]
     assert torch["version"] == "2.13.0"  # PyPI's CUDA build, not a +cpu local version
     cuda = [r for r in torch.get("requires_dist", []) if r.startswith("cuda-toolkit")]
-    assert cuda and "==13.0" in cuda[0]  # the README's driver requirement follows from this
-    assert "CUDA 13.0" in (ROOT / "README.md").read_text()
+    assert cuda and "==13.0" in cuda[0]  # docs/production.md's driver requirement follows from this
+    assert "CUDA 13.0" in (ROOT / "docs" / "production.md").read_text()

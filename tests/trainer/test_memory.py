@@ -125,11 +125,11 @@ def test_vllm_share_follows_the_gpu_split(env: dict[str, str], share: float) -> 
     assert vllm_share_of_training_gpu(env) == share
 
 
-def test_readme_shows_the_table_this_code_computes() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert budget_table() in readme
+def test_the_production_guide_shows_the_table_this_code_computes() -> None:
+    guide = (ROOT / "docs" / "production.md").read_text()
+    assert budget_table() in guide
     quoted = _budget(vllm_share=0.85, anchor_tokens=ANCHOR_TOKENS_ESTIMATE)  # the default anchor
-    assert quoted.explain() in readme  # the refusal it quotes
+    assert quoted.explain() in guide  # the refusal it quotes
 
 
 def test_the_anchor_adds_the_base_distribution_it_keeps() -> None:
