@@ -19,12 +19,10 @@ optional plot. Every row says which mode it came from: "replay".
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import json
 import multiprocessing
 import shlex
-import statistics
 import sys
 import time
 from collections.abc import Sequence
@@ -37,20 +35,19 @@ from bench.common import record
 from bench.preferences import Preference, load_preferences, load_prompts
 from bench.replay import (
     MODE,
-    SCORING,
     ReplayOptions,
     add_common_arguments,
     base_options,
     parse_overrides,
     plot_if_possible,
-    replay_settings,
     run_replay,
-    spread,
-    summarise,
     torch_threads,
     write_figures,
 )
 from bench.simulated_user import FEEDBACK_KINDS
+from bench.sweep_labels import run_label as run_label  # read here by the sweep's tests
+from bench.sweep_labels import settings_label
+from bench.sweep_table import cell_row, collect, load_runs, markdown, plot_rows
 
 REPLAY_SETTINGS = ("batch_size", "max_degenerate_extra", "probe_tokens", "gate_max_ppl_ratio")
 REPLAY_SETTINGS += ("max_repeating_extra", "holdout", "fresh")
@@ -76,230 +73,6 @@ def parse_grid(items: Sequence[str]) -> list[dict[str, Any]]:
         dict(zip([k for k, _ in axes], combo, strict=True))
         for combo in itertools.product(*(values for _, values in axes))
     ] or [{}]
-
-
-OLD_SCORING = " (loops counted)"
-"""The mark of a run scored before ``SCORING``: a loop that met the rule counted as learnt,
-and it retried refused samples forever at the full rate (no refusal policy)."""
-
-
-def settings_label(settings: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in settings.items()) or "defaults"
-
-
-HOW_COMPUTED = ("seed", "algorithm", "micro_batch_size", "micro_batch_tokens")
-HOW_COMPUTED += ("gradient_checkpointing", "base_dtype")
-"""UpdateConfig fields that name a run's cell or say how it computed (memory, precision on a
-GPU), not what it learnt with: never part of a row's settings."""
-
-
-def config_changes(figures: dict[str, Any]) -> dict[str, Any]:
-    """The UpdateConfig fields a run trained with that differ from today's defaults.
-
-    Read from the full config the run recorded, so an older run made when a default was
-    different is named by it (``batch_baseline=False`` before the sixteenth session) and an
-    override that has since become the default is not named: "defaults" in a table always
-    means today's. A run that recorded no config is named by its overrides that differ."""
-    from trainer.config import UpdateConfig
-
-    today = dataclasses.asdict(UpdateConfig())
-    recorded = figures.get("config") or {}
-    used = {**recorded, **(figures.get("overrides") or {})}
-    changes = {}
-    for key, value in used.items():
-        if key in HOW_COMPUTED or key not in today:
-            continue
-        default, recorded_value = today[key], value
-        if isinstance(default, tuple):  # as JSON recorded it: a list
-            default, recorded_value = list(default), list(value)
-        if recorded_value != default:
-            changes[key] = value
-    return changes
-
-
-def run_label(figures: dict[str, Any]) -> str:
-    """The settings a run changed from today's defaults (``config_changes``, then the replay's
-    own); a run scored before broken answers counted as misses says so, so it never shares a
-    row with one scored after."""
-    label = figures.get("settings_label") or settings_label(
-        {**config_changes(figures), **replay_settings(figures)}
-    )
-    return scored_label(label, figures)
-
-
-def _with_setting(label: str, alone: str, joined: str) -> str:
-    """The label naming one more setting: ``alone`` in place of "defaults", else ``joined``
-    after the others, the scoring mark kept last."""
-    marked = label.endswith(OLD_SCORING)
-    base = label.removesuffix(OLD_SCORING)
-    base = alone if base == "defaults" else f"{base}, {joined}"
-    return base + (OLD_SCORING if marked else "")
-
-
-def scored_label(label: str, figures: dict[str, Any]) -> str:
-    """The label, marked when the run was scored before broken answers counted as misses, and
-    naming ``holdout=0`` for a run whose gate held nothing back (every run before the tenth
-    session) and ``fresh=0`` for one that held back before updates left fresh samples (before
-    the fourteenth), even where an older sweep stored its label without it."""
-    gate = figures.get("gate") or {}
-    if not gate.get("holdout") and "holdout=" not in label:
-        label = _with_setting(label, "holdout=0", "holdout=0")
-    if gate.get("holdout") and "fresh" not in gate and "fresh=" not in label:
-        # held back, but before updates left their newest samples for the next (fresh=0)
-        label = _with_setting(label, "fresh=0", "fresh=0")
-    if gate.get("holdout_live_batch") and "live batch" not in label:
-        # the tenth session's first held-back runs, before the live version's own batch was
-        # left out of the holdout (marked by hand in their files)
-        label = _with_setting(label, "holdout incl. live batch", "live batch held")
-    old = figures.get("scoring") != SCORING and not label.endswith(OLD_SCORING)
-    return f"{label}{OLD_SCORING}" if old else label
-
-
-def load_runs(paths: Sequence[Path]) -> list[dict[str, Any]]:
-    """The single-preference replay runs among ``paths`` (finished or stopped early), each
-    labelled with the settings it changed."""
-    runs = []
-    for path in paths:
-        figures = json.loads(path.read_text())
-        if not isinstance(figures, dict):  # a sweep's own table (a list of rows)
-            continue
-        if figures.get("mode") != MODE or figures.get("second_preference"):
-            continue
-        # a label stored by an older sweep lacks the scoring mark: run_label adds it
-        figures["settings_label"] = run_label(figures)
-        runs.append(figures)
-    return runs
-
-
-def collect(
-    runs: Sequence[dict[str, Any]], splits: Sequence[str], report_at: Sequence[int]
-) -> list[dict]:
-    """Table rows from replay runs already written (``load_runs``), one per cell."""
-    cells: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    for figures in runs:
-        key = (
-            figures["settings_label"],
-            figures["algorithm"],
-            figures["feedback"],
-            figures["preference"],
-        )
-        cells.setdefault(key, []).append(figures)
-    return [
-        cell_row(sorted(group, key=lambda r: r["seed"]), splits, report_at)
-        for _, group in sorted(cells.items())
-    ]
-
-
-def cell_row(
-    runs: list[dict[str, Any]], splits: Sequence[str], report_at: Sequence[int]
-) -> dict[str, Any]:
-    """One table row from the seeds' runs of one cell."""
-    first = runs[0]
-    name = first["preference"]
-    row: dict[str, Any] = {
-        "mode": MODE,
-        "settings": first["settings_label"],
-        "algorithm": first["algorithm"],
-        "feedback": first["feedback"],
-        "preference": name,
-        "seeds": [r["seed"] for r in runs],
-    }
-    for split in splits:
-        row[f"{split}@0"] = [
-            r["versions"][0]["scores"][name][split]
-            for r in runs
-            if split in r["versions"][0]["scores"][name]
-        ]
-        for n in report_at:
-            row[f"{split}@{n}"] = [
-                r["versions"][n]["scores"][name][split]
-                for r in runs
-                if n < len(r["versions"]) and split in r["versions"][n]["scores"][name]
-            ]
-        row[f"{split} best"] = [r["summary"][split]["best"] for r in runs if split in r["summary"]]
-    row["judge"] = {key: sum(r["judge"][key] for r in runs) for key in ("right", "parsed", "votes")}
-    row["worst ppl×"] = [summarise(r["versions"], name)["worst_ppl_ratio"] for r in runs]
-    witnessed = [summarise(r["versions"], name)["worst_witness_ppl_ratio"] for r in runs]
-    row["worst witness ppl×"] = [value for value in witnessed if value is not None]
-    row["refused"] = [len(r["summary"]["refused"]) for r in runs]
-    # runs from before the refusal policy retried forever at the full rate: no figure
-    row["excluded"] = [
-        summarise(r["versions"], name)["excluded"] for r in runs if r.get("refusal_policy")
-    ]
-    broken = [summarise(r["versions"], name)["worst_flawed"] for r in runs]
-    row["worst broken"] = [value for value in broken if value is not None]
-    row["s/version"] = [r["seconds_per_version"] for r in runs]
-    return row
-
-
-def markdown(rows: list[dict[str, Any]], columns: list[str]) -> str:
-    head = ["mode", "settings", "algorithm", "feedback", "preference", "seeds", *columns]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for row in rows:
-        cells = [row["mode"], row["settings"], row["algorithm"], row["feedback"], row["preference"]]
-        cells.append(str(len(row["seeds"])))
-        for column in columns:
-            values = row.get(column, [])
-            if column in ("worst ppl×", "worst witness ppl×"):
-                cells.append(f"{max(values):.3f}" if values else "—")
-            elif column == "worst broken":
-                cells.append(f"{max(values):.2f}" if values else "—")
-            elif column == "excluded":
-                cells.append(str(sum(values)) if values else "—")
-            elif column == "refused":
-                cells.append(str(sum(values)))
-            elif column == "judge right/parsed/votes":
-                judge = row["judge"]
-                cells.append(
-                    f"{judge['right']}/{judge['parsed']}/{judge['votes']}"
-                    if judge["votes"]
-                    else "—"
-                )
-            elif column == "s/version":
-                cells.append(f"{statistics.fmean(values):.0f}" if values else "—")
-            else:  # a score: say so when only some seeds' runs got that far
-                cell = spread(values)
-                if 0 < len(values) < len(row["seeds"]):
-                    cell += f" ({len(values)}/{len(row['seeds'])})"
-                cells.append(cell)
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def plot_rows(runs: list[dict[str, Any]], split: str, path: Path) -> None:
-    """The mean curve over seeds of each cell; one panel per feedback kind when there are
-    several (an ablation: the algorithms side by side under each kind of feedback)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    kinds = sorted({run["feedback"] for run in runs})
-    fig, axes = plt.subplots(
-        1, len(kinds), figsize=(3.6 * len(kinds) + 1.5, 4), sharey=True, squeeze=False
-    )
-    for axis, kind in zip(axes[0], kinds, strict=True):
-        cells: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-        for run in runs:
-            if run["feedback"] == kind:
-                key = (run["settings_label"], run["algorithm"], run["preference"])
-                cells.setdefault(key, []).append(run)
-        for key, group in sorted(cells.items()):
-            length = min(len(r["versions"]) for r in group)
-            means = [
-                statistics.fmean(r["versions"][i]["scores"][key[2]][split] for r in group)
-                for i in range(length)
-            ]
-            label = " · ".join(k for k in key if k != "defaults") + f" ({len(group)} seeds)"
-            axis.plot(range(length), means, marker=".", label=label)
-        axis.set(xlabel="version", title=kind, ylim=(-0.05, 1.05))
-        axis.grid(alpha=0.3)
-        axis.legend(fontsize=6)
-    axes[0][0].set_ylabel(f"{split} score (mean over seeds)")
-    fig.suptitle(f"[{MODE}] {split}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:
