@@ -11,7 +11,7 @@ prepared folder under PARLEY_MODELS_DIR, or --tokenizer). Then, timed:
 
 1. the real update (``trainer.update.run_update``, the defaults: 2 steps, micro-batches of
    4096 tokens, gradient checkpointing) on 8 samples of ~1k tokens;
-2. the probe gate on the in-memory model (``trainer.gate.probe_model``);
+2. the probe gate on the in-memory model (``trainer.probing.probe_model``);
 3. the largest micro-batch that fits: one forward and backward pass at 1k, 2k, 4k, ... tokens
    until the GPU runs out (or --max-probe-tokens);
 4. the multi-process path with one process (``trainer.distributed``: accelerate on a GPU,
@@ -44,7 +44,6 @@ from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM  # noqa: E
 from trainer.batch import Sample, chat_prompt_ids, collate  # noqa: E402
 from trainer.config import UpdateConfig  # noqa: E402
 from trainer.distributed import run_update_launched  # noqa: E402
-from trainer.gate import probe_model  # noqa: E402
 from trainer.memory import SHAPES, ModelShape, anchor_token_count, memory_budget  # noqa: E402
 from trainer.policy import (  # noqa: E402
     policy_from_base,
@@ -54,6 +53,7 @@ from trainer.policy import (  # noqa: E402
     uses_gradient_checkpointing,
 )
 from trainer.probes import PROBE_PROMPTS, PROBE_TEXT  # noqa: E402
+from trainer.probing import probe_model  # noqa: E402
 from trainer.update import run_update  # noqa: E402
 
 DEFAULT_MODEL = "SmolLM2-135M-Instruct"

@@ -80,7 +80,7 @@ def flaw_comment(flaws: Sequence[str]) -> str:
 
 def answer_flaws(answer: str, token_ids: Sequence[int]) -> list[str]:
     """How an answer is broken whatever the preference: the probe gate's degenerate kinds
-    (``trainer.gate.degenerate_kinds``: empty, repeating, language switch) except "cut off",
+    (``trainer.degenerate``: empty, repeating, language switch) except "cut off",
     since a benchmark answer is cut at its token budget on purpose.
 
     >>> answer_flaws("Paris.", [1, 2])
@@ -88,7 +88,7 @@ def answer_flaws(answer: str, token_ids: Sequence[int]) -> list[str]:
     >>> answer_flaws("Sure! Sure! Sure! Sure!", [7, 8, 7, 8, 7, 8, 7, 8])
     ['repeating']
     """
-    from trainer.gate import degenerate_kinds  # torch: only where answers are checked
+    from trainer.degenerate import degenerate_kinds
 
     # ended=True: a benchmark answer's cut-off is by design, not a flaw
     return degenerate_kinds(answer, token_ids, ended=True, max_new_tokens=len(token_ids) + 1)

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from trainer.gate import text_nll
+from trainer.probing import text_nll
 
 WITNESS_TEXTS: tuple[str, ...] = (
     '"Are you coming to the meeting tomorrow?" asked Tom. "I think so," said Priya, "but I '

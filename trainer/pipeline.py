@@ -25,10 +25,10 @@ from transformers import AutoTokenizer
 from trainer.batch import Sample
 from trainer.config import UpdateConfig
 from trainer.distributed import Launcher, run_update_launched
-from trainer.gate import HELD_BACK_TOKENS, probe_model
 from trainer.memory import gpu_budget
 from trainer.policy import load_policy, lora_snapshot, pick_device, release_memory
 from trainer.probes import PROBE_PROMPTS, PROBE_TEXT
+from trainer.probing import HELD_BACK_TOKENS, probe_model
 from trainer.update import run_update
 
 
@@ -49,7 +49,7 @@ def train_and_probe(
     fresh: Sequence[Sample] = (),
 ) -> Iterator[dict[str, Any]]:
     """Yield each step's metrics, then the summary (``"done": True``) with two more keys:
-    ``"probe"`` (the candidate's probe figures, ``trainer.gate.probe_model``) and
+    ``"probe"`` (the candidate's probe figures, ``trainer.probing.probe_model``) and
     ``"base_probe"`` (the base's, measured on the same weights in the same precision), plus
     ``"gate_seconds"``. ``holdout``: judged samples outside this update (trained into earlier
     versions, or ready beyond the batch); ``fresh``: the newest judged samples, held back from
@@ -80,7 +80,7 @@ def train_and_probe(
         longest = max(
             (len(s.prompt_token_ids) + len(s.response_token_ids) for s in samples), default=0
         )
-        # the gate answers the held-back prompts too (trainer.gate.HELD_BACK_TOKENS each)
+        # the gate answers the held-back prompts too (trainer.probing.HELD_BACK_TOKENS each)
         longest = max(
             [longest, *(len(s.prompt_token_ids) + HELD_BACK_TOKENS for s in [*holdout, *fresh])]
         )

@@ -8,12 +8,15 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
+from tests.trainer.probing_helpers import probe_metrics
 from trainer.batch import Sample, chat_prompt_ids
 from trainer.config import UpdateConfig
-from trainer.gate import degenerate_kinds, feedback_target, gate_decision, probe_metrics
+from trainer.degenerate import degenerate_kinds
+from trainer.gate import gate_decision
 from trainer.optimizer_state import OPTIMIZER_STATE_FILE
 from trainer.pipeline import train_and_probe
 from trainer.probes import PROBE_PROMPTS, PROBE_TEXT
+from trainer.probing import feedback_target
 from trainer.update import run_update
 
 BASE = {"probe_kl": 0.0, "probe_ppl": 20.0}
@@ -238,7 +241,7 @@ def test_the_probe_answers_in_one_batch_are_the_answers_one_by_one(prepared_mode
     import torch
     from transformers import AutoModelForCausalLM
 
-    from trainer.gate import _greedy_answers
+    from trainer.probing import _greedy_answers
 
     tokenizer = AutoTokenizer.from_pretrained(str(prepared_model))
     model = AutoModelForCausalLM.from_pretrained(str(prepared_model), dtype=torch.float32).eval()

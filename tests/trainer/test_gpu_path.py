@@ -9,9 +9,9 @@ import pytest
 import torch
 import transformers
 
+from tests.trainer.probing_helpers import probe_metrics
 from trainer.batch import Sample, micro_batches
 from trainer.config import UpdateConfig
-from trainer.gate import probe_metrics
 from trainer.pipeline import train_and_probe
 from trainer.policy import (
     TrainDeviceError,
