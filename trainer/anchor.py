@@ -2,9 +2,8 @@
 
 Preference learning moves the adapter on chat answers; a little of that move leaks into how
 the model continues ordinary text, which the gate sees as probe perplexity creeping up version
-after version (README, "Learning benchmarks": served versions up to 1.10-1.14× for four
-preferences without it). The
-anchor is a regulariser in the spirit of InstructGPT's pretraining mix: on a few paragraphs of
+after version (``python -m bench.replay --set anchor_coef=0`` shows the creep). The anchor is a
+regulariser in the spirit of InstructGPT's pretraining mix: on a few paragraphs of
 everyday English, the full-vocabulary KL(base ‖ policy) per token, added to every step's loss
 with weight ``anchor_coef``. Its minimum is the base model's own distribution, so it cannot be
 overfitted past the base the way a language-modelling loss on a small text could, and it says

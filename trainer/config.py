@@ -37,9 +37,8 @@ class UpdateConfig:
     update is just a few steps on ~8 samples. Measured on SmolLM2-135M (8 samples, 2 steps,
     combined): the "Sure!" opening's log-prob rises by 0.33 nats at 1e-4, 0.94 at 3e-4 and
     1.66 at 1e-3; at 1e-3 the second step clips 35% of tokens (PPO's trust region does the
-    work), against 13% at 3e-4. Chosen by the replay sweep (README, "Learning benchmarks"):
-    with corrections, "start with Sure!" reached 1.00 held-out at v8 in 3 of 3 seeds at 1e-3
-    (perplexity ≤ 1.094× base), and stayed at 0.00 at 3e-4."""
+    work), against 13% at 3e-4. Chosen by the replay sweep
+    (``python -m bench.sweep --grid lr=3e-4,1e-3``)."""
 
     steps_per_batch: int = 2
     """Optimizer steps per update; each step is one full pass over the batch (gradients
@@ -89,11 +88,9 @@ class UpdateConfig:
     """Weight of the language anchor (``trainer.anchor``): the exact KL(base ‖ policy) per token
     on five paragraphs of everyday English, added to every step's loss, so the general
     language the probe perplexity measures stays where the base had it. 0 skips it. Chosen by
-    the replay (README, "Learning benchmarks", the language anchor; corrections, 6 preferences,
-    15 runs): the served versions' probe perplexity stayed ≤ 1.072× base in 14 runs (bullet
-    points seed 2: 1.110× at v5, 1.077× by v8) where the old default (0) crept to 1.10-1.14×,
-    the preferences were learnt as before, and "all lowercase" carried over less to other
-    kinds of prompts (0.64 against 0.81 at v8)."""
+    the replay (``python -m bench.sweep --grid anchor_coef=0,1``): without it the served
+    versions' probe perplexity creeps up version after version while the preference is learnt
+    either way."""
 
     refine_max_tokens: int = 64
     """Hint refinement (``trainer.refine``): each hinted sample without a user's correction is
@@ -114,10 +111,11 @@ class UpdateConfig:
     batch without any signal still moves the adapter by the previous update's momentum. Not with
     use_running_baseline (set this False to use that one).
 
-    On by default since the sixteenth session, chosen by the replay: after a change of mind
-    every answer misses, and without it the all −1 batches push down every sampled token until
-    answers come out empty and the gate refuses them, so the long run learnt nothing new after
-    the switch. The figures are in the README ("Learning benchmarks", the batch baseline)."""
+    Chosen by the replay: after a change of mind every answer misses, and without it the all −1
+    batches push down every sampled token until answers come out empty and the gate refuses
+    them, so nothing new is learnt after the switch (``python -m bench.replay --then
+    all-lowercase --switch-after 8 --versions 16 --set batch_baseline=false``; the figures at
+    the default are in docs/benchmarks.md)."""
 
     initial_baseline: float = 0.0
     """Running baseline carried over from the previous update (its summary reports the new

@@ -3,8 +3,8 @@
 A 👎 with a comment ("start with 'Sure!'") gives on-policy distillation a teacher (the model
 with the hint in its prompt), but OPD only scores the tokens the student sampled: an answer
 that did not open with "Sure!" gets its own opening pushed down, and nothing pushes "Sure!"
-up. Measured in the replay (README, "Learning benchmarks"), comments alone left "start with
-Sure!" at 0.00 after 12 versions while the perplexity drifted past the gate.
+up: with OPD alone a comment moves the model away from plain English before it moves it toward
+what the comment asks.
 
 So before an update, each hinted sample without a user's correction gets a *refinement*: the
 teacher's own greedy answer to the hinted prompt, which is then trained like a correction (the

@@ -116,7 +116,7 @@ def test_an_unreachable_cache_does_not_lock_anyone_out(client, alice, settings, 
     assert _login(client, "alice", "wonderland-42").status_code == 302
 
 
-# --- Walk-arounds found by the outside review (issue 17) ------------------------------------
+# --- Walk-arounds: a forged address, a look-alike username, the admin's door ---------------
 
 
 def test_a_forged_forwarded_for_does_not_change_the_address(client, alice, settings) -> None:

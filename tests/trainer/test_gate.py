@@ -344,7 +344,7 @@ def test_a_change_of_mind_outranks_older_feedback_at_the_gate() -> None:
 
     passed, [reason] = decide(older_falls)  # no fresh samples: the older ones decide
     assert not passed and reason.startswith("held-back feedback scores -0.2 nats/token")
-    # the replay's change of mind (fourteenth session): the newest flat, the older falling
+    # a change of mind in the replay: the newest feedback flat, the older falling
     changed_mind = older_falls | {"fresh_feedback_delta": -0.001, "fresh_feedback_samples": 2.0}
     assert decide(changed_mind) == (True, [])
     newest_falls = fine | {"fresh_feedback_delta": -0.2, "fresh_feedback_samples": 2.0}
