@@ -39,7 +39,9 @@ from typing import Any
 from trainer.judge_cues import cue_hint, cue_vote, score_from_cues, split_next_state, text_cues
 
 PROMPT_VERSION = "prm-v2"  # the LLM judge's prompts
-CUES_VERSION = "cues-v2"  # the cue judge's rules (v2: hints without the complaint around them)
+# The cue judge's rules (v2: hints without the complaint around them; v3: German, Chinese,
+# French and Spanish cues, requests to change the answer's form or content count as -1).
+CUES_VERSION = "cues-v3"
 JUDGE_KINDS = ("cues", "llm")
 MIN_HINT_CHARS = 10
 TRIVIAL_HINTS = {
@@ -62,6 +64,15 @@ TRIVIAL_HINTS = {
     "nothing",
     "no hint",
     "not helpful",
+    "danke",
+    "nein",
+    "falsch",
+    "merci",
+    "gracias",
+    "谢谢",
+    "不对",
+    "错了",
+    "好的",
 }
 # The only replies an LLM judge may give on vLLM (structured outputs): each one parses.
 VOTE_CHOICES = ("\\boxed{1}", "\\boxed{-1}", "\\boxed{0}")
@@ -79,7 +90,8 @@ _DEBRIS = re.compile(
     r"###|\[/?HINT_|<\|[a-z_]+\|>|^\s*(instruction|response|user|assistant|system)\s*:",
     re.IGNORECASE | re.MULTILINE,
 )
-_CONTENT_WORD = re.compile(r"[a-z0-9]{4,}")
+_CONTENT_WORD = re.compile(r"[^\W_\u3400-\u9fff]{4,}")
+_CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 
 JUDGE_SYSTEM = (
     "You are a strict evaluator of an AI assistant. You see the user's request, the assistant's "
@@ -150,7 +162,7 @@ def is_useful_hint(hint: str | None) -> bool:
         return False
     cleaned = hint.strip()
     normalised = re.sub(r"[^\w\s/]", "", cleaned.lower()).strip()
-    if len(cleaned) < MIN_HINT_CHARS or normalised in TRIVIAL_HINTS:
+    if _hint_length(cleaned) < MIN_HINT_CHARS or normalised in TRIVIAL_HINTS:
         return False
     if _NO_HINT.search(cleaned) or _DEBRIS.search(cleaned):
         return False
@@ -158,13 +170,24 @@ def is_useful_hint(hint: str | None) -> bool:
     return score_from_cues(negative, positive, cleaned) != 1  # praise is no hint
 
 
+def _hint_length(text: str) -> int:
+    """Characters, a CJK one counting three: "请用公制单位" says as much as "use metric units"."""
+    return len(text) + 2 * sum(len(run) for run in _CJK_RUN.findall(text))
+
+
 def _stems(text: str) -> set[str]:
-    return {word[:5] for word in _CONTENT_WORD.findall(text.lower())}
+    """Content words (their first five letters) and, in CJK text, each pair of characters."""
+    lowered = text.lower()
+    stems = {word[:5] for word in _CONTENT_WORD.findall(lowered)}
+    for run in _CJK_RUN.findall(lowered):
+        stems |= {run[i : i + 2] for i in range(len(run) - 1)}
+    return stems
 
 
 def is_grounded(hint: str, evidence: str) -> bool:
-    """The hint shares a content word (4+ letters, compared on its first five) with what the
-    user or the tool said next: a judge's hint must come from the next state, not thin air."""
+    """The hint shares a content word (4+ letters, compared on its first five; in CJK text a
+    pair of characters) with what the user or the tool said next: a judge's hint must come
+    from the next state, not thin air."""
     user, tools = split_next_state(evidence)
     said = " ".join(user + tools) or evidence
     return bool(_stems(hint) & _stems(said))
