@@ -11,7 +11,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.test import AsyncClient
 
-from tests.webapp.api.test_endpoints import _chunks
+from tests.webapp.api.openai_format import scripted_chunks
 from webapp.api.keys import api_key_create
 from webapp.chat.models import Message
 from webapp.learning.models import PolicyVersion
@@ -28,7 +28,7 @@ def served(monkeypatch) -> list[dict]:
         messages, *, model, params=None, base_url=None, adapter_path=""
     ) -> AsyncIterator[dict]:
         calls.append({"model": model, "adapter": adapter_path})
-        for chunk in _chunks("Hello there friend"):
+        for chunk in scripted_chunks("Hello there friend"):
             yield chunk
 
     monkeypatch.setattr("webapp.api.completions.stream_chat", fake_stream)
