@@ -18,7 +18,7 @@ PYTEST_ARGS ?=
 # /tmp keeps the socket paths short (unix sockets allow ~107 bytes).
 PYTEST_TMP ?= /tmp/parley-pytest-$(shell printf '%s' "$(CURDIR)" | cksum | cut -d' ' -f1)
 
-.PHONY: run test test-deps test-services lint bench model clean-venv vendor-static requirements-file
+.PHONY: run test test-deps test-services lint bench docs model clean-venv vendor-static requirements-file
 
 run: $(RUNTIME)
 	@$(PY) -m webapp.infra.launcher run
@@ -44,6 +44,10 @@ model: $(RUNTIME)
 
 bench: $(TESTDEPS)
 	@$(PY) -m bench.all
+
+# The pages under docs/ as a site in site/ (MkDocs with Material; any broken link fails it).
+docs: $(TESTDEPS)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 $(PY):
 	@echo "parley | creating $(VENV) with $(PYTHON_BIN)"

@@ -11,8 +11,10 @@ No database, no network: ``python -m pytest -p no:django tests/test_project_text
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -190,3 +192,20 @@ def test_every_docs_page_opens_with_a_title_and_what_it_is_for(page: Path) -> No
     assert not lines[1].strip() and lines[2].strip(), (
         f"{page.name}: the title is not followed by a paragraph saying what the page is for"
     )
+
+
+def test_the_docs_build_as_a_site_with_no_broken_link(tmp_path: Path) -> None:
+    """``make docs``: MkDocs in strict mode fails on a broken link or anchor, or a page the nav
+    leaves out."""
+    pytest.importorskip("mkdocs", reason="mkdocs is in requirements-test.txt")
+    pytest.importorskip("material", reason="mkdocs-material is in requirements-test.txt")
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    assert (tmp_path / "index.html").is_file() and (tmp_path / "api" / "index.html").is_file()
