@@ -11,7 +11,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("accounts/", include("webapp.core.account_urls")),
-    path("chat/", include("webapp.chat.urls")),
+    path("chat/", include("webapp.frontdoor.urls")),
     path("v1/", include("webapp.api.urls")),
     path("settings/api-keys/", key_views.key_list, name="api_keys"),
     path("settings/api-keys/<int:pk>/revoke", key_views.key_revoke, name="api_key_revoke"),

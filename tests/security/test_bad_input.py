@@ -13,9 +13,9 @@ from django.urls import reverse
 
 from tests.sockets import connected_socket
 from webapp.asgi import application
-from webapp.chat import consumers
 from webapp.chat.feedback_spec import MAX_FEEDBACK_TEXT
 from webapp.chat.models import Feedback, Message
+from webapp.frontdoor import consumers
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 

@@ -78,7 +78,7 @@ def limits_clean(settings):
 @pytest.fixture
 def model(monkeypatch):
     """A scripted model server for both front doors."""
-    from webapp.chat import consumers
+    from webapp.frontdoor import consumers
 
     async def fake_stream(messages, *, model, params=None, base_url=None, adapter_path=""):
         for chunk in _chunks("fine"):

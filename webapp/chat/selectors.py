@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import QuerySet
 from django.http import Http404
 
 from webapp.chat.models import Conversation, Feedback, Message
-from webapp.learning.selectors import learning_statuses
 
 
 def conversation_list_for_user(*, user: Any, query: str = "") -> QuerySet[Conversation]:
@@ -52,14 +51,6 @@ class TranscriptEntry:
     previous_sibling: int | None
     next_sibling: int | None
     feedback: Feedback | None
-    learning_status: str = ""  # what the learning loop made of an answer (learning.selectors)
-
-
-def _with_learning_status(entries: list[TranscriptEntry]) -> list[TranscriptEntry]:
-    """The entries with their answers' learning status, looked up for all of them at once."""
-    answers = [e.message.pk for e in entries if e.message.is_assistant]
-    statuses = learning_statuses(message_ids=answers) if answers else {}
-    return [replace(e, learning_status=statuses.get(e.message.pk, "")) for e in entries]
 
 
 def transcript(*, conversation: Conversation, viewer: Any = None) -> list[TranscriptEntry]:
@@ -93,7 +84,7 @@ def transcript(*, conversation: Conversation, viewer: Any = None) -> list[Transc
             )
         )
         parent_id = chosen.pk
-    return _with_learning_status(entries)
+    return entries
 
 
 def prompt_path(*, message: Message) -> list[Message]:
@@ -130,7 +121,7 @@ def transcript_entry(*, message: Message, viewer: Any = None) -> TranscriptEntry
     ids = [sibling.pk for sibling in siblings]
     position = ids.index(message.pk)
     feedback = Feedback.objects.filter(message=message, author=viewer).first() if viewer else None
-    entry = TranscriptEntry(
+    return TranscriptEntry(
         message=message,
         sibling_index=position + 1,
         sibling_count=len(ids),
@@ -138,4 +129,3 @@ def transcript_entry(*, message: Message, viewer: Any = None) -> TranscriptEntry
         next_sibling=ids[position + 1] if position + 1 < len(ids) else None,
         feedback=feedback,
     )
-    return _with_learning_status([entry])[0]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
@@ -25,7 +25,11 @@ from webapp.chat.models import Conversation, Feedback, Message
 from webapp.chat.selectors import transcript
 from webapp.core.outbox import Task, enqueue, enqueue_each
 from webapp.inference import ChoiceResult
-from webapp.learning.models import PolicyVersion
+
+if TYPE_CHECKING:
+    # Only named in a signature: the answer's version comes from whoever starts it (the
+    # consumer, the /v1 view), so chat's writes never depend on the learning loop.
+    from webapp.learning.models import PolicyVersion
 
 TITLE_LENGTH = 60
 

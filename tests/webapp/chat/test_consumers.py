@@ -18,8 +18,9 @@ from channels.testing import WebsocketCommunicator
 
 from tests.sockets import open_socket
 from webapp import inference
-from webapp.chat import consumers, services
+from webapp.chat import services
 from webapp.chat.models import Message
+from webapp.frontdoor import consumers
 from webapp.inference import ServingError, ServingUnavailable
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]

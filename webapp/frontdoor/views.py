@@ -15,16 +15,22 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from webapp.chat import fragments, services
+from webapp.chat import services
 from webapp.chat.feedback_spec import FIELDS
-from webapp.chat.forms import ConversationStartForm, FeedbackForm, RenameForm, TrainConsentForm
 from webapp.chat.models import Conversation, Message
 from webapp.chat.selectors import (
     conversation_get_for_user,
     conversation_list_for_user,
     message_get_for_user,
-    transcript,
 )
+from webapp.frontdoor import fragments
+from webapp.frontdoor.forms import (
+    ConversationStartForm,
+    FeedbackForm,
+    RenameForm,
+    TrainConsentForm,
+)
+from webapp.frontdoor.selectors import page_transcript
 
 
 def _page_context(request: HttpRequest, current: Conversation | None = None) -> dict[str, object]:
@@ -80,7 +86,7 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def conversation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     conversation = conversation_get_for_user(user=request.user, pk=pk)
-    entries = transcript(conversation=conversation, viewer=request.user)
+    entries = page_transcript(conversation=conversation, viewer=request.user)
     tail = entries[-1].message if entries else None
     return render(
         request,

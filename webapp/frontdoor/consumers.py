@@ -25,7 +25,6 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.http import Http404
 
-from webapp.chat import fragments
 from webapp.chat.groups import conversation_group
 from webapp.chat.limits import message_text_problem
 from webapp.chat.models import Conversation, Message
@@ -41,6 +40,7 @@ from webapp.core.limits import (
     stream_slot_acquire,
     streams_refused_message,
 )
+from webapp.frontdoor import fragments
 from webapp.inference import CompletionAccumulator, ServingError, ServingUnavailable, stream_chat
 from webapp.learning.selectors import policy_version_for
 

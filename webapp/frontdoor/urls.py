@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from webapp.chat import views
+from webapp.frontdoor import views
 
 app_name = "chat"
 urlpatterns = [

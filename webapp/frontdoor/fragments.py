@@ -14,30 +14,33 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 
 from webapp.chat.models import Conversation, Message
-from webapp.chat.selectors import TranscriptEntry, transcript, transcript_entry
+from webapp.frontdoor.selectors import PageEntry, page_entry, page_transcript
 
 
 def feedback_context() -> dict[str, Any]:
     return {"tags_up": settings.FEEDBACK_TAGS_UP, "tags_down": settings.FEEDBACK_TAGS_DOWN}
 
 
-def render_message(entry: TranscriptEntry) -> str:
+def render_message(entry: PageEntry) -> str:
     return render_to_string("chat/_message.html", {"entry": entry, **feedback_context()})
 
 
 def render_message_by_id(*, message: Message, viewer: Any) -> str:
-    return render_message(transcript_entry(message=message, viewer=viewer))
+    return render_message(page_entry(message=message, viewer=viewer))
 
 
 def render_feedback(*, message: Message, viewer: Any) -> str:
-    entry = transcript_entry(message=message, viewer=viewer)
+    entry = page_entry(message=message, viewer=viewer)
     return render_to_string("chat/_feedback.html", {"entry": entry, **feedback_context()})
 
 
 def render_transcript(*, conversation: Conversation, viewer: Any) -> str:
     return render_to_string(
         "chat/_transcript.html",
-        {"entries": transcript(conversation=conversation, viewer=viewer), **feedback_context()},
+        {
+            "entries": page_transcript(conversation=conversation, viewer=viewer),
+            **feedback_context(),
+        },
     )
 
 

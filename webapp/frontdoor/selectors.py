@@ -1,0 +1,38 @@
+"""The transcript as the chat page shows it: chat's entries, each answer with what the learning
+loop made of it, looked up for all of them at once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from webapp.chat.models import Conversation, Message
+from webapp.chat.selectors import TranscriptEntry, transcript, transcript_entry
+from webapp.learning.selectors import learning_statuses
+
+
+@dataclass(frozen=True)
+class PageEntry(TranscriptEntry):
+    learning_status: str = ""  # "judged +1 · hint taken · trained into v4", or "" (not yet)
+
+
+def _with_learning_status(entries: list[TranscriptEntry]) -> list[PageEntry]:
+    answers = [e.message.pk for e in entries if e.message.is_assistant]
+    statuses = learning_statuses(message_ids=answers) if answers else {}
+    return [
+        PageEntry(
+            **{f.name: getattr(e, f.name) for f in fields(e)},
+            learning_status=statuses.get(e.message.pk, ""),
+        )
+        for e in entries
+    ]
+
+
+def page_transcript(*, conversation: Conversation, viewer: Any = None) -> list[PageEntry]:
+    """``chat.selectors.transcript`` with each answer's learning status."""
+    return _with_learning_status(transcript(conversation=conversation, viewer=viewer))
+
+
+def page_entry(*, message: Message, viewer: Any = None) -> PageEntry:
+    """``chat.selectors.transcript_entry`` with the answer's learning status."""
+    return _with_learning_status([transcript_entry(message=message, viewer=viewer)])[0]
