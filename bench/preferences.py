@@ -12,6 +12,13 @@ Rules (all given ones must hold):
   bullet_list: true        at least two lines start with "-", "*" or "•"
   no_emoji: true           no emoji characters
   lowercase: true          no uppercase letters
+  words_must_not: [str]    none of these words or phrases, matched whole and case-blind (a
+                           plural in -s/-es counts: "chicken" also finds "chickens")
+  words_any: [str]         at least one of these words or phrases, matched the same way
+  if_matches: {re: rules}  where the pattern matches (case-blind), those rules hold too
+  code_blocks: {languages: [str], min: int}
+                           at least ``min`` fenced code blocks, each tagged with one of
+                           ``languages`` ("" for an untagged fence)
 Fixes (how the user rewrites a missed answer, for --feedback corrections):
   prepend: str             put this text in front (if not already there)
   truncate_words: int      keep the first N words
@@ -24,6 +31,16 @@ Fixes (how the user rewrites a missed answer, for --feedback corrections):
 True
 >>> pref.correct("Paris.")
 'Sure! Paris.'
+
+A content preference names the prompts where it matters (``prompts``: ``train`` and
+``held_out``, the held-out ones on other topics where it applies too) and the follow-ups a user
+writes in their own words (``followups``: per language, on a miss); ``prompts_for`` picks a
+preference's own prompts or the shared ones.
+
+>>> veg = Preference.from_dict({"name": "veg", "comment": "I'm vegetarian.",
+...     "rules": {"words_must_not": ["chicken", "fish"]}})
+>>> veg.satisfied("Fry the tofu."), veg.satisfied("Add two Chickens."), veg.satisfied("Go fishing.")
+(True, False, True)
 
 A simulated user is also what a person would be about a broken answer: an answer that loops
 ("Sure!\n\nSure!\n\nSure!...") meets no preference, however it begins (``Preference.meets``,
@@ -54,8 +71,13 @@ KNOWN_RULES = {
     "bullet_list",
     "no_emoji",
     "lowercase",
+    "words_must_not",
+    "words_any",
+    "if_matches",
+    "code_blocks",
 }
 KNOWN_FIXES = {"prepend", "truncate_words", "lowercase", "append"}
+FENCE = re.compile(r"^\s*```[ \t]*([^\s`]*)[^\n]*\n.*?^\s*```", re.MULTILINE | re.DOTALL)
 LOOP_COMMENT = (
     "You keep repeating yourself: answer once, without saying the same thing over and over."
 )
@@ -94,25 +116,102 @@ def answer_flaws(answer: str, token_ids: Sequence[int]) -> list[str]:
     return degenerate_kinds(answer, token_ids, ended=True, max_new_tokens=len(token_ids) + 1)
 
 
+def word_pattern(word: str) -> re.Pattern[str]:
+    """``word`` (or phrase) as a whole word, case-blind, its plural in -s/-es included; an edge
+    that is not a letter ("°F") needs no boundary there.
+
+    >>> bool(word_pattern("mile").search("a 10-mile walk"))
+    True
+    >>> bool(word_pattern("ham").search("Hamburg")), bool(word_pattern("°F").search("350°F"))
+    (False, True)
+    """
+    start = r"(?<!\w)" if re.match(r"\w", word) else ""
+    end = r"(?:s|es)?(?!\w)" if re.search(r"\w$", word) else ""
+    return re.compile(start + re.escape(word) + end, re.IGNORECASE)
+
+
+def _has_word(text: str, words: Sequence[str]) -> bool:
+    return any(word_pattern(w).search(text) for w in words)
+
+
+def code_fences(text: str) -> list[str]:
+    """The language tag of each fenced code block, lowercased ("" for an untagged fence)."""
+    return [tag.lower() for tag in FENCE.findall(text)]
+
+
+def _check_rules(name: str, rules: dict[str, Any]) -> None:
+    unknown = set(rules) - KNOWN_RULES
+    if unknown:
+        raise ValueError(f"preference {name!r}: unknown rules {sorted(unknown)}")
+    for pattern, nested in rules.get("if_matches", {}).items():
+        re.compile(pattern)
+        if not nested:
+            raise ValueError(f"preference {name!r}: if_matches {pattern!r} has no rules")
+        _check_rules(name, nested)
+
+
+def rules_hold(text: str, rules: dict[str, Any]) -> bool:
+    """Every rule of ``rules`` (the rule set above) holds for the trimmed ``text``."""
+    words = len(text.split())
+    checks = {
+        "starts_with": lambda v: text.startswith(v),
+        "ends_with": lambda v: text.endswith(v),
+        "ends_with_question": lambda v: text.endswith("?") == bool(v),
+        "max_words": lambda v: words <= int(v),
+        "min_words": lambda v: words >= int(v),
+        "regex_must": lambda v: all(re.search(p, text) for p in v),
+        "regex_must_not": lambda v: not any(re.search(p, text) for p in v),
+        "bullet_list": lambda v: (len(BULLET.findall(text)) >= 2) == bool(v),
+        "no_emoji": lambda v: (EMOJI.search(text) is None) == bool(v),
+        "lowercase": lambda v: (text == text.lower()) == bool(v),
+        "words_must_not": lambda v: not _has_word(text, v),
+        "words_any": lambda v: _has_word(text, v),
+        "if_matches": lambda v: all(
+            rules_hold(text, nested)
+            for pattern, nested in v.items()
+            if re.search(pattern, text, re.IGNORECASE)
+        ),
+        "code_blocks": lambda v: (
+            len(code_fences(text)) >= int(v.get("min", 0))
+            and all(tag in v["languages"] for tag in code_fences(text))
+        ),
+    }
+    return all(checks[rule](value) for rule, value in rules.items())
+
+
 @dataclass(frozen=True)
 class Preference:
     name: str
     comment: str
     rules: dict[str, Any]
     fix: dict[str, Any] = field(default_factory=dict)
+    # the prompts where this preference matters, by split ("train", "held_out"); empty: shared
+    prompts: dict[str, list[str]] = field(default_factory=dict)
+    # what a user writes next on a miss, in their own words, per language ("en", "de", "zh")
+    followups: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Preference:
-        unknown = set(data.get("rules", {})) - KNOWN_RULES
-        if unknown:
-            raise ValueError(f"preference {data.get('name')!r}: unknown rules {sorted(unknown)}")
+        name = data.get("name")
+        if not data.get("rules"):
+            raise ValueError(f"preference {name!r} has no rules")
+        _check_rules(name, data["rules"])
         unknown = set(data.get("fix", {})) - KNOWN_FIXES
         if unknown:
-            raise ValueError(f"preference {data.get('name')!r}: unknown fixes {sorted(unknown)}")
-        if not data.get("rules"):
-            raise ValueError(f"preference {data.get('name')!r} has no rules")
+            raise ValueError(f"preference {name!r}: unknown fixes {sorted(unknown)}")
+        prompts = {k: list(v) for k, v in data.get("prompts", {}).items()}
+        missing = {"train", "held_out"} - set(prompts) if prompts else set()
+        if missing:
+            raise ValueError(f"preference {name!r}: prompts without {', '.join(sorted(missing))}")
+        if set(prompts.get("train", [])) & set(prompts.get("held_out", [])):
+            raise ValueError(f"preference {name!r}: a prompt is both train and held_out")
         return cls(
-            name=data["name"], comment=data["comment"], rules=data["rules"], fix=data.get("fix", {})
+            name=data["name"],
+            comment=data["comment"],
+            rules=data["rules"],
+            fix=data.get("fix", {}),
+            prompts=prompts,
+            followups={k: list(v) for k, v in data.get("followups", {}).items()},
         )
 
     @property
@@ -120,21 +219,7 @@ class Preference:
         return bool(self.fix)
 
     def satisfied(self, answer: str) -> bool:
-        text = answer.strip()
-        words = len(text.split())
-        checks = {
-            "starts_with": lambda v: text.startswith(v),
-            "ends_with": lambda v: text.endswith(v),
-            "ends_with_question": lambda v: text.endswith("?") == bool(v),
-            "max_words": lambda v: words <= int(v),
-            "min_words": lambda v: words >= int(v),
-            "regex_must": lambda v: all(re.search(p, text) for p in v),
-            "regex_must_not": lambda v: not any(re.search(p, text) for p in v),
-            "bullet_list": lambda v: (len(BULLET.findall(text)) >= 2) == bool(v),
-            "no_emoji": lambda v: (EMOJI.search(text) is None) == bool(v),
-            "lowercase": lambda v: (text == text.lower()) == bool(v),
-        }
-        return all(checks[rule](value) for rule, value in self.rules.items())
+        return rules_hold(answer.strip(), self.rules)
 
     def meets(self, answer: str, token_ids: Sequence[int]) -> bool:
         """The answer satisfies the preference and is not broken (``answer_flaws``): what the
@@ -160,6 +245,21 @@ class Preference:
 def load_preferences(path: Path) -> list[Preference]:
     data = json.loads(path.read_text())
     return [Preference.from_dict(item) for item in data["preferences"]]
+
+
+def prompts_for(
+    preference: Preference, default_splits: dict[str, list[str]]
+) -> dict[str, list[str]]:
+    """The preference's own prompt splits where it names them, else the shared ones.
+
+    >>> shared = {"train": ["a"], "held_out": ["b"], "held_out_other": ["c"]}
+    >>> prompts_for(Preference("p", "c", {"no_emoji": True}), shared) == shared
+    True
+    >>> own = {"train": ["pasta?"], "held_out": ["picnic?"]}
+    >>> prompts_for(Preference("v", "c", {"no_emoji": True}, prompts=own), shared) == own
+    True
+    """
+    return dict(preference.prompts) if preference.prompts else dict(default_splits)
 
 
 def load_prompts(path: Path) -> dict[str, list[str]]:
