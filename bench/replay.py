@@ -7,16 +7,18 @@ default: the raw model's log-probs, before the temperature; ``bench.answering``)
 reacts per the preference with thumbs, comments, corrections or only their next message
 (``bench.simulated_user``), and the default judge's votes are scored against the truth.
 
-Each batch becomes ``trainer.batch.Sample``s as ``webapp/learning/workflows/trainer_run.py``
-builds them (``bench.simulated_user.judged_sample``), is trained with
-``trainer.pipeline.train_and_probe`` under ``UpdateConfig``'s defaults and gated by
-``trainer.gate.gate_decision`` with the webapp's default thresholds. A
-published candidate is the next update's starting adapter; a refused one gives its samples
-back to the next batch, under the webapp's refusal policy (``trainer.refusals``: a smaller step
-per refusal, excluded after ``MAX_REFUSALS``). The gate checks each candidate on held-back
-samples too, as the webapp does (``held_back``). After each update the held-out splits are
-answered greedily and scored by the preference's checker, a broken answer (looping, empty)
-counting as a miss; the probe perplexity ratio to the base comes from the gate.
+Each batch becomes ``trainer.batch.Sample``s as the webapp builds them
+(``bench.simulated_user.judged_sample``), is claimed by the webapp's rules (``trainer.claim``:
+the newest signed samples left fresh for the next update's gate, held-back ones scored too),
+trained with ``trainer.pipeline.train_and_probe`` under ``UpdateConfig``'s defaults and gated
+by ``trainer.gate`` with the webapp's default thresholds (``GateThresholds``). A published
+candidate is the next update's starting adapter; a refused one gives its samples back to the
+next batch, under the webapp's refusal policy (``trainer.refusals``: a smaller step per
+refusal, excluded after ``MAX_REFUSALS``). One difference is chosen: the replay trains every
+waiting sample at once, where the webapp trains at most a batch of the oldest. After each
+update the held-out splits are answered greedily and scored by the preference's checker, a
+broken answer (looping, empty) counting as a miss; the probe perplexity ratio to the base
+comes from the gate.
 
     python -m bench.replay --name starts-with-sure --feedback corrections --versions 8 --seeds 0 1
 
@@ -49,6 +51,8 @@ from bench.common import ROOT, record
 from bench.preferences import Preference, load_preferences, load_prompts
 from bench.simulated_user import FEEDBACK_KINDS, judged_sample, react
 from bench.witness import witness_perplexity
+from trainer.claim import Candidate, ClaimRules, claim, holdout_choice, is_signed
+from trainer.gate import GateThresholds
 from trainer.refusals import MAX_REFUSALS, REFUSAL_LR_FACTOR, backed_off_lr, is_excluded
 
 MODE = "replay"
@@ -56,21 +60,19 @@ SCORING = "meets-v2"
 """How answers were scored: "meets-v2" counts a broken answer (``answer_flaws``) as a miss and
 the simulated user dislikes it; runs without the field counted every answer that satisfied the
 rule, loops included."""
-# The webapp's defaults (PARLEY_GATE_MAX_KL, PARLEY_GATE_MAX_PPL_RATIO, PARLEY_TRAIN_BATCH_SIZE,
-# PARLEY_CHAT_TEMPERATURE); the replay reads no Django settings.
-GATE_MAX_KL = 0.5
-GATE_MAX_PPL_RATIO = 1.15
-GATE_MAX_FEEDBACK_DROP = 0.05  # the webapp's defaults (PARLEY_GATE_*), kept equal by hand
-GATE_MAX_DEGENERATE_EXTRA = 1
-GATE_HOLDOUT_SAMPLES = 8
-"""The webapp's PARLEY_GATE_HOLDOUT_SAMPLES: the most recent judged samples with a sign, not in
-the update's batch, that the candidate is checked on (its feedback score and its answers'
-loops). Runs recorded before the replay held any back count as 0."""
-GATE_FRESH_SAMPLES = 2
-"""The webapp's PARLEY_GATE_FRESH_SAMPLES: the newest judged samples with a sign (when four
-times as many wait) that an update leaves for the next one, so the gate scores the candidate on
-feedback no version has trained on. Runs recorded before count as 0."""
-BATCH_SIZE = 8
+# The webapp's defaults (its PARLEY_TRAIN_* / PARLEY_GATE_* settings start from the same
+# dataclasses); the replay reads no Django settings.
+GATE_MAX_KL = GateThresholds.max_kl
+GATE_MAX_PPL_RATIO = GateThresholds.max_ppl_ratio
+GATE_MAX_FEEDBACK_DROP = GateThresholds.max_feedback_drop
+GATE_MAX_DEGENERATE_EXTRA = GateThresholds.max_degenerate_extra
+GATE_HOLDOUT_SAMPLES = ClaimRules.holdout
+"""Recent judged samples with a sign, outside the update, that the gate scores each candidate
+on (its feedback score and its answers' loops). Runs recorded without the field held none."""
+GATE_FRESH_SAMPLES = ClaimRules.fresh
+"""The newest judged samples with a sign that each update leaves for the next one, so the gate
+scores the candidate on feedback no version has trained on. Runs recorded without it left none."""
+BATCH_SIZE = ClaimRules.batch_size
 ANSWER_TOKENS = 48
 """Most tokens of a simulated answer and of a scored held-out answer, unless set."""
 PROBE_TOKENS = 24  # the webapp's probe answers (train_and_probe's max_new_tokens)
@@ -135,58 +137,37 @@ def update_config(options: ReplayOptions) -> Any:
 
 
 def gate(probe: dict[str, float], base_probe: dict[str, float], options: ReplayOptions) -> Any:
-    """The trainer's own gate, as the webapp's ``train_and_gate`` calls it."""
-    from trainer.gate import gate_decision
-
-    return gate_decision(
-        probe,
-        base_probe,
-        options.gate_max_kl,
-        options.gate_max_ppl_ratio,
-        max_feedback_drop=GATE_MAX_FEEDBACK_DROP,
+    """The trainer's own gate decision, with the replay's thresholds."""
+    thresholds = GateThresholds(
+        max_kl=options.gate_max_kl,
+        max_ppl_ratio=options.gate_max_ppl_ratio,
         max_degenerate_extra=options.max_degenerate_extra,
         max_repeating_extra=options.max_repeating_extra,
     )
+    return thresholds.decide(probe, base_probe)
 
 
-def _signed(sample: Any) -> bool:
-    """A reward or a correction: the webapp's ``SIGNED``."""
-    return bool(sample.reward or sample.correction_token_ids)
-
-
-def fresh_of(waiting: Sequence[Any], limit: int) -> list[Any]:
-    """What the webapp's ``fresh_ids`` leaves for the next update: the ``limit`` newest samples
-    with a sign among those waiting (oldest first), when at least four times as many wait.
-    (The replay's samples all carry a sign, and the ones left before are older than the new
-    ones, so its other two rules, a batch left with a signal and never fresh twice, hold.)
-
-    >>> from trainer.batch import Sample
-    >>> waiting = [Sample([1], [n], [-1.0], reward=1.0) for n in range(9)]
-    >>> [s.response_token_ids for s in fresh_of([*waiting, Sample([1], [9], [-1.0])], 2)]
-    [[8], [7]]
-    >>> fresh_of(waiting[:7], 2)
-    []
-    """
-    if limit <= 0 or len(waiting) < 4 * limit:
-        return []
-    return [s for s in waiting if _signed(s)][::-1][:limit]
+def candidate(sample: Any) -> Candidate:
+    """A trainer ``Sample`` as the claim rules see it (keyed by identity: samples are kept in
+    memory, never stored)."""
+    signed = is_signed(reward=sample.reward, correction=sample.correction_token_ids)
+    return Candidate(key=id(sample), signed=signed, signal=signed or bool(sample.hint))
 
 
 def held_back(on_record: list[Any], limit: int, *, live_batch: Sequence[Any] = ()) -> list[Any]:
-    """What the webapp's ``holdout_ids`` holds back: the ``limit`` most recent samples with a
-    sign (a reward or a correction) outside the batch and outside ``live_batch``, the batch that
-    trained the live version. Here the batch is every sample still waiting, so those are the
-    most recent the earlier versions trained on (or that wait for an algorithm that uses them:
-    ``opd`` leaves a 👍 alone ready).
+    """``trainer.claim.holdout_choice`` over the samples on record: here the batch is every
+    sample still waiting, so those are the most recent the earlier versions trained on (or that
+    wait for an algorithm that uses them: ``opd`` leaves a 👍 alone ready), newest first.
 
     >>> from trainer.batch import Sample
     >>> signed = [Sample([1], [n], [-1.0], reward=1.0) for n in range(3)]
     >>> [s.response_token_ids for s in held_back([*signed, Sample([1], [9], [-1.0])], 2)]
     [[2], [1]]
     """
-    fitted = {id(s) for s in live_batch}
-    signed = [s for s in on_record if _signed(s) and id(s) not in fitted]
-    return signed[::-1][:limit]
+    by_key = {id(s): s for s in on_record}
+    exclude = {id(s) for s in live_batch}
+    keys = holdout_choice([candidate(s) for s in on_record], exclude=exclude, limit=limit)
+    return [by_key[key] for key in keys]
 
 
 def run_replay(
@@ -242,7 +223,8 @@ def run_replay(
     live_batch: list[Any] = []  # the samples that trained the live version
     # the webapp's claim leaves ready the samples of a shape the algorithm never trains: a
     # reward alone under opd, a hint alone under rl (trainer.algorithms.Algorithm.unused_reason)
-    chosen = algorithm_get(options.algorithm)
+    algorithm = algorithm_get(options.algorithm)
+    claim_rules = ClaimRules(batch_size=options.batch_size, fresh=options.fresh)
     idle = 0  # such samples: ready, never claimed
     judge = {"votes": 0, "parsed": 0, "right": 0, "samples": 0, "hints": 0}
     turns = met = 0
@@ -280,20 +262,27 @@ def run_replay(
                     judge["hints"] += sample.hint is not None
             turns += len(answers)
             judge["samples"] += len(samples)
-            unused = [unused_by(chosen, s) for s in samples]
+            unused = [unused_by(algorithm, s) for s in samples]
             unclaimed = [s for s, left in zip(samples, unused, strict=True) if left]
             samples = [s for s, left in zip(samples, unused, strict=True) if not left]
             idle += len(unclaimed)
             on_record.extend(unclaimed)  # not trained: held back as ready ones are
             waiting = [*given_back, *((s, 0) for s in [*carried, *samples])]  # oldest first
-            fresh = fresh_of([sample for sample, _ in waiting], options.fresh)
+            by_key = {id(sample): (sample, count) for sample, count in waiting}
+            # The webapp's claim (trainer.claim), but training every waiting sample at once
+            # rather than a batch of the oldest: nothing waits a version but the fresh ones.
+            chosen = claim(
+                [candidate(sample) for sample, _ in waiting],
+                rules=claim_rules,
+                left_before={id(sample) for sample in carried},
+                size=None,
+            )
+            fresh = [by_key[key][0] for key in chosen.fresh]
             carried = fresh  # left for the next update, as the webapp leaves them ready
-            kept = {id(sample) for sample in fresh}
-            batch = [sample for sample, _ in waiting if id(sample) not in kept]
-            refusals = [count for sample, count in waiting if id(sample) not in kept]
+            batch = [by_key[key][0] for key in chosen.batch]
+            refusals = [by_key[key][1] for key in chosen.batch]
             # The webapp's refusal policy (trainer.refusals): a smaller step for samples refused
-            # before. The webapp trains the oldest samples first and the new ones after; here
-            # they share the next batch, so nothing waits a version but the fresh ones.
+            # before.
             lr = backed_off_lr(config.lr, refusals=refusals, factor=REFUSAL_LR_FACTOR)
             entry: dict[str, Any] = {
                 "version": number,
@@ -549,7 +538,7 @@ def replay_settings(figures: dict[str, Any]) -> dict[str, Any]:
     used["max_repeating_extra"] = gate.get("max_repeating_extra")
     used["gate_max_ppl_ratio"] = gate.get("max_ppl_ratio", GATE_MAX_PPL_RATIO)
     used["holdout"] = gate.get("holdout", 0)  # older runs held nothing back
-    # runs before the fourteenth session left no fresh samples (named where they held any back)
+    # a run recorded without the field left no fresh samples (named where it held any back)
     used["fresh"] = gate.get("fresh", 0 if gate.get("holdout") else GATE_FRESH_SAMPLES)
     return {key: value for key, value in used.items() if value != defaults[key]}
 
@@ -675,15 +664,14 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=GATE_HOLDOUT_SAMPLES,
         help="held-back samples the gate checks each candidate on, as PARLEY_GATE_HOLDOUT_SAMPLES "
-        "(0: none, as runs before the tenth session)",
+        "(0: none)",
     )
     parser.add_argument(
         "--fresh",
         type=int,
         default=GATE_FRESH_SAMPLES,
         help="newest samples each update leaves for the next, to score the candidate on feedback "
-        "no version trained on, as PARLEY_GATE_FRESH_SAMPLES (0: none, as runs before the "
-        "fourteenth session)",
+        "no version trained on, as PARLEY_GATE_FRESH_SAMPLES (0: none)",
     )
     parser.add_argument(
         "--device", default="cpu", help="cpu, or cuda: the same fp32 arithmetic on a GPU"

@@ -4,7 +4,7 @@ vLLM samples six answers at T=0.7 with ``--logprobs-mode processed_logprobs`` (w
 vLLM command sets): the log-probs of the distribution it sampled from. The trainer then scores
 the same tokens (``trainer.policy.token_logprobs``) with its logits divided by the recorded
 temperature, as training does, and, for comparison, without (what it did before). The figure
-is ``trainer.update._logprob_gap``'s: mean and max |trainer − served| per answer token.
+is ``trainer.policy_gradient.logprob_gap``'s: mean and max |trainer − served| per answer token.
 
 Run: ``.venv/bin/python bench/temperature_gap.py [MODEL_DIR]`` (about a minute on two cores,
 vLLM's CPU engine in fp32).

@@ -2,7 +2,7 @@
 
 Everything that depends on which algorithm runs reads it from here: ``UpdateConfig`` validates
 ``algorithm`` against it, ``trainer.advantages.ALGORITHM_SIGNALS`` is derived from it, the
-claim query in ``webapp.learning.training`` takes the sample kinds it names, the bench offers
+claim (``webapp.learning.workflows.claiming``) takes the sample kinds it names, the bench offers
 its names as choices and the admin shows its step metrics. Adding an algorithm means one entry
 here, its loss in ``trainer/losses.py`` and its use in ``trainer/update.py``.
 """

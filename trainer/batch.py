@@ -231,3 +231,43 @@ def _insertion_point(plain: str, hinted: str) -> int | None:
     if hinted[:split] == plain[:split] and hinted[split + extra :] == plain[split:]:
         return split
     return None
+
+
+def trainer_sample(
+    tokenizer: Any,
+    *,
+    prompt_messages: list[dict[str, Any]],
+    prompt_token_ids: list[int],
+    response_token_ids: list[int],
+    response_logprobs: list[float],
+    reward: float | None,
+    hint: str | None,
+    correction: str,
+    group_id: str | None = None,
+    tools: list[dict[str, Any]] | None = None,
+    temperature: float = 1.0,
+) -> Sample:
+    """A judged answer as stored (its hint and correction as text) as the trainer's ``Sample``:
+    the correction tokenised and ended with the end-of-sequence token, the hinted teacher
+    prompt built on the served prompt (``hinted_prompt_ids``)."""
+    correction_ids = None
+    if correction:
+        correction_ids = tokenizer.encode(correction, add_special_tokens=False)
+        if tokenizer.eos_token_id is not None:
+            correction_ids.append(tokenizer.eos_token_id)
+    teacher_ids = None
+    if hint:
+        teacher_ids = hinted_prompt_ids(
+            tokenizer, prompt_messages, hint, tools=tools, served_prompt_ids=prompt_token_ids
+        )
+    return Sample(
+        prompt_token_ids=prompt_token_ids,
+        response_token_ids=response_token_ids,
+        sampler_logprobs=response_logprobs,
+        reward=reward,
+        hint=hint,
+        teacher_prompt_token_ids=teacher_ids,
+        correction_token_ids=correction_ids,
+        group_id=group_id,
+        temperature=temperature,
+    )

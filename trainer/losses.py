@@ -15,6 +15,8 @@ Simplifications, on purpose:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 
@@ -126,3 +128,13 @@ def tis_weights(trainer_old_logp_B_T: Tensor, sampler_logp_B_T: Tensor, cap: flo
     mismatch from dominating the batch (TIS, Yao et al. 2025).
     """
     return torch.exp(trainer_old_logp_B_T - sampler_logp_B_T).clamp(max=cap).detach()
+
+
+PolicyLoss = Callable[..., tuple[Tensor, Tensor]]
+"""A policy loss: ``(logp_B_T, old_logp_B_T, advantages_B_T, mask_B_T, clip_low, clip_high, *,
+is_weights_B_T, ratio_cap) -> (loss, clip_fraction)``, as ``ppo_clip_loss``; a loss without
+clipping returns a zero fraction."""
+
+POLICY_LOSSES: dict[str, PolicyLoss] = {"ppo_clip_loss": ppo_clip_loss}
+"""The policy losses by the name ``trainer.algorithms.Algorithm.loss`` gives: what an update of
+that algorithm runs (``trainer.policy_gradient``)."""

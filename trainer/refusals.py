@@ -4,7 +4,7 @@ A refused update gives its samples back, one refusal more each. The next update 
 them takes a smaller step (the learning rate times ``factor`` per refusal of the most-refused
 sample in its batch), so an update refused for moving too far or breaking the model is tried
 again more gently. A sample refused ``max_refusals`` times is excluded, with the gate's
-reasons. The webapp (``webapp.learning.training``) keeps the counts in the database and the
+reasons. The webapp (``workflows.claiming``) keeps the counts in the database and the
 offline replay (``bench.replay``) in memory; both decide with these two functions and these
 defaults. One difference stays: the webapp trains the oldest ready samples first, at most a
 batch, while the replay trains the given-back samples together with the next batch (so

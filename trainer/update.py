@@ -29,29 +29,21 @@ rate and no warm-up — an update is two or three steps, too few for a schedule 
 
 from __future__ import annotations
 
-import contextlib
-import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
-import torch.distributed as dist
 from torch import Tensor
 
-from trainer.advantages import ALGORITHM_SIGNALS, reward_advantages, token_advantages
+from trainer.advantages import ALGORITHM_SIGNALS, reward_advantages
 from trainer.anchor import anchor_batch, anchor_kl, anchor_token_ids, next_token_logprobs
-from trainer.batch import Batch, Sample, collate, micro_batches, move_targets
+from trainer.batch import Batch, Sample, collate, micro_batches
 from trainer.config import UpdateConfig
 from trainer.generation import eos_token_ids
-from trainer.losses import (
-    kl_k3,
-    ppo_clip_loss,
-    sft_loss,
-    tis_weights,
-)
+from trainer.losses import sft_loss
 from trainer.memory import gpu_budget
 from trainer.optimizer_state import OPTIMIZER_STATE_FILE, optimizer_state_load, optimizer_steps
 from trainer.policy import (
@@ -64,22 +56,47 @@ from trainer.policy import (
     token_logprobs,
     trainable_parameters,
 )
+from trainer.policy_gradient import Chunk, logprob_gap, policy_gradient_terms, prepare_chunk
 from trainer.ranks import World, reduce_across, sum_gradients
 from trainer.refine import refine_with_hints
 
+STEP_TOTALS = ("pg_loss", "kl", "mean_advantage", "clip_fraction", "sft_loss", "anchor_kl")
+
 
 @dataclass
-class _Chunk:
-    """One micro-batch of policy-gradient rows and what step 0 learns about it."""
+class _Plan:
+    """What one update trains, decided before any gradient: the samples (refined with their
+    hints), their reward advantages, and the rows and micro-batches of each loss."""
 
-    batch: Batch
-    reward_adv_B: Tensor
-    uses_rl_B: Tensor
-    uses_opd_B: Tensor
-    teacher_logp_B_T: Tensor
-    ref_logp_B_T: Tensor | None = None
-    trainer_old_logp_B_T: Tensor | None = None
-    advantages_B_T: Tensor | None = None
+    samples: list[Sample]
+    reward_adv: list[float]
+    baseline: float
+    pg_rows: list[int]
+    sft_rows: list[int]
+    pg_micro: list[list[int]]
+    sft_micro: list[list[int]]
+    refined: int = 0
+    refine_seconds: float = 0.0
+
+    @property
+    def pg_tokens(self) -> float:
+        """Response tokens of the policy-gradient rows, over all ranks: each micro-batch's
+        share of the loss is the same whichever rank computes it."""
+        return float(sum(len(self.samples[i].response_token_ids) for i in self.pg_rows))
+
+    @property
+    def sft_tokens(self) -> float:
+        return float(sum(len(self.samples[i].correction_token_ids or []) for i in self.sft_rows))
+
+
+@dataclass
+class _Inputs:
+    """This rank's share of the plan on the device, with what stays fixed over the steps."""
+
+    chunks: list[Chunk]
+    sft_batches: list[Batch]
+    anchor: tuple[Tensor, Tensor, Tensor] | None
+    gap: dict[str, float] = field(default_factory=dict)
 
 
 def run_update(
@@ -112,6 +129,58 @@ def run_update(
         )
     dev = next(model.parameters()).device
     pad_id = model.config.pad_token_id or 0
+    plan = _plan(model, config, samples, pad_id=pad_id)
+    inputs = _inputs(model, config, plan, world, base_model_dir=base_model_dir, pad_id=pad_id)
+    params = trainable_parameters(model)
+    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=0.0)
+    optimizer_continued = optimizer_state_load(optimizer, init_adapter_dir, lr=config.lr)
+    setup_seconds = time.perf_counter() - started
+    metrics: dict[str, Any] = {}
+    for step in range(config.steps_per_batch):
+        metrics = _step(model, config, plan, inputs, optimizer, params, world, step=step)
+        if world.rank == 0:
+            yield metrics
+    if world.rank == 0:
+        save_adapter(model, out_adapter_dir)
+        torch.save(optimizer.state_dict(), Path(out_adapter_dir) / OPTIMIZER_STATE_FILE)
+    steps_taken = optimizer_steps(optimizer)
+    metrics_peak = peak_memory(dev)
+    # Drop the optimizer state, activations and cached blocks now, not when the worker exits:
+    # an idle worker holding its peak starves vLLM of KV cache on a shared GPU.
+    gap = inputs.gap
+    del optimizer, params, inputs, model
+    release_memory(dev)
+    if world.rank != 0:
+        return
+    yield {
+        "done": True,
+        "adapter_dir": str(Path(out_adapter_dir)),
+        "steps": config.steps_per_batch,
+        "loss": metrics["loss"],
+        "samples": len(plan.samples),
+        "pg_samples": len(plan.pg_rows),
+        "sft_samples": len(plan.sft_rows),
+        "refined_samples": plan.refined,
+        "refine_seconds": plan.refine_seconds,
+        "baseline": plan.baseline,
+        "processes": world.world_size,
+        "setup_seconds": setup_seconds,
+        "seconds": time.perf_counter() - started,
+        "micro_batches": len(plan.pg_micro) + len(plan.sft_micro),
+        "memory_budget": budget.as_dict() if budget is not None else None,
+        "sampling_temperatures": sorted({s.temperature for s in plan.samples}),
+        "optimizer_state": "continued" if optimizer_continued else "new",
+        "optimizer_steps": steps_taken,
+        **gap,
+        **metrics_peak,
+    }
+
+
+def _plan(
+    model: torch.nn.Module, config: UpdateConfig, samples: list[Sample], *, pad_id: int
+) -> _Plan:
+    """Refine the hinted samples (OPD only), take the reward advantages, and sort the rows of
+    each loss into micro-batches sized by padded tokens."""
     use_rl, use_opd = ALGORITHM_SIGNALS[config.algorithm]
     refine_started = time.perf_counter()
     refined = 0
@@ -135,136 +204,126 @@ def run_update(
     )
     if not pg_rows and not sft_rows:
         raise ValueError("no sample carries a signal this algorithm can train on")
-
-    # Token counts come from all samples, so each micro-batch's share of the loss is the same
-    # whichever rank computes it; a target mask has one 1 per response (correction) token.
-    pg_tokens = float(sum(len(samples[i].response_token_ids) for i in pg_rows))
-    sft_tokens = float(sum(len(samples[i].correction_token_ids or []) for i in sft_rows))
     sizes = {"max_tokens": config.micro_batch_tokens, "max_rows": config.micro_batch_size}
-    pg_micro = list(micro_batches(pg_rows, [_length(samples[i]) for i in pg_rows], **sizes))
-    sft_micro = list(
-        micro_batches(sft_rows, [_length(samples[i], correction=True) for i in sft_rows], **sizes)
+    return _Plan(
+        samples=samples,
+        reward_adv=reward_adv,
+        baseline=baseline,
+        pg_rows=pg_rows,
+        sft_rows=sft_rows,
+        pg_micro=list(micro_batches(pg_rows, [_length(samples[i]) for i in pg_rows], **sizes)),
+        sft_micro=list(
+            micro_batches(
+                sft_rows, [_length(samples[i], correction=True) for i in sft_rows], **sizes
+            )
+        ),
+        refined=refined,
+        refine_seconds=refine_seconds,
     )
+
+
+def _inputs(
+    model: torch.nn.Module,
+    config: UpdateConfig,
+    plan: _Plan,
+    world: World,
+    *,
+    base_model_dir: str | Path,
+    pad_id: int,
+) -> _Inputs:
+    """Without gradients: this rank's micro-batches (every ``world_size``-th), each with its
+    teacher and reference log-probs, the correction batches, and the anchor."""
+    use_rl, use_opd = ALGORITHM_SIGNALS[config.algorithm]
+    dev = next(model.parameters()).device
     model.eval()
     with torch.no_grad():
         chunks = [
-            _prepare_chunk(
+            prepare_chunk(
                 model,
                 config,
-                [samples[i] for i in rows],
-                [reward_adv[i] for i in rows],
+                [plan.samples[i] for i in rows],
+                [plan.reward_adv[i] for i in rows],
                 use_rl=use_rl,
                 use_opd=use_opd,
                 pad_id=pad_id,
                 device=dev,
             )
-            for rows in pg_micro[world.rank :: world.world_size]
+            for rows in plan.pg_micro[world.rank :: world.world_size]
         ]
     sft_batches = [
-        _correction_batch([samples[i] for i in rows], pad_id).to(dev)
-        for rows in sft_micro[world.rank :: world.world_size]
+        _correction_batch([plan.samples[i] for i in rows], pad_id).to(dev)
+        for rows in plan.sft_micro[world.rank :: world.world_size]
     ]
-    anchor = _anchor(model, config, base_model_dir, pad_id, dev)
-    params = trainable_parameters(model)
-    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=0.0)
-    optimizer_continued = optimizer_state_load(optimizer, init_adapter_dir, lr=config.lr)
-    setup_seconds = time.perf_counter() - started
-    gap: dict[str, float] = {}
-    metrics: dict[str, Any] = {}
+    return _Inputs(chunks, sft_batches, _anchor(model, config, base_model_dir, pad_id, dev))
 
-    for step in range(config.steps_per_batch):
-        step_started = time.perf_counter()
-        model.train()
-        optimizer.zero_grad(set_to_none=True)
-        totals = dict.fromkeys(
-            ("pg_loss", "kl", "mean_advantage", "clip_fraction", "sft_loss", "anchor_kl"), 0.0
+
+def _step(
+    model: torch.nn.Module,
+    config: UpdateConfig,
+    plan: _Plan,
+    inputs: _Inputs,
+    optimizer: torch.optim.Optimizer,
+    params: list[torch.nn.Parameter],
+    world: World,
+    *,
+    step: int,
+) -> dict[str, Any]:
+    """One optimizer step over the whole batch, gradients accumulated over the micro-batches
+    (and summed across ranks); its metrics."""
+    step_started = time.perf_counter()
+    dev = next(model.parameters()).device
+    pg_tokens, sft_tokens = plan.pg_tokens, plan.sft_tokens
+    model.train()
+    optimizer.zero_grad(set_to_none=True)
+    totals = dict.fromkeys(STEP_TOTALS, 0.0)
+    for chunk in inputs.chunks:
+        share = float(chunk.batch.target_mask_B_T.sum()) / pg_tokens
+        pg, kl, clip_fraction = policy_gradient_terms(model, config, chunk, first_step=step == 0)
+        ((pg + config.kl_coef * kl) * share).backward()
+        totals["pg_loss"] += float(pg.detach()) * share
+        totals["kl"] += float(kl.detach()) * share
+        totals["clip_fraction"] += float(clip_fraction) * share
+        assert chunk.advantages_B_T is not None
+        totals["mean_advantage"] += float(
+            (chunk.advantages_B_T * chunk.batch.target_mask_B_T).sum() / pg_tokens
         )
-        for chunk in chunks:
-            share = float(chunk.batch.target_mask_B_T.sum()) / pg_tokens
-            pg, kl, clip_fraction = _policy_gradient_terms(
-                model, config, chunk, first_step=step == 0
-            )
-            ((pg + config.kl_coef * kl) * share).backward()
-            totals["pg_loss"] += float(pg.detach()) * share
-            totals["kl"] += float(kl.detach()) * share
-            totals["clip_fraction"] += float(clip_fraction) * share
-            assert chunk.advantages_B_T is not None
-            totals["mean_advantage"] += float(
-                (chunk.advantages_B_T * chunk.batch.target_mask_B_T).sum() / pg_tokens
-            )
-        for batch in sft_batches:
-            share = float(batch.target_mask_B_T.sum()) / sft_tokens
-            logp_B_T = token_logprobs(
-                model, batch.input_ids_B_T, batch.attention_mask_B_T, batch.target_mask_B_T
-            )
-            sft = sft_loss(logp_B_T, batch.target_mask_B_T) * share
-            (config.sft_coef * sft).backward()
-            totals["sft_loss"] += float(sft.detach())
-        if anchor is not None:
-            # Every rank computes it in full; the gradients are summed, hence the share.
-            ids_B_T, mask_B_T, base_logp_N_V = anchor
-            drift = anchor_kl(base_logp_N_V, next_token_logprobs(model, ids_B_T, mask_B_T))
-            (config.anchor_coef * drift / world.world_size).backward()
-            totals["anchor_kl"] += float(drift.detach()) / world.world_size
-        if world.world_size > 1:
-            sum_gradients(params)
-            totals = dict(zip(totals, reduce_across(list(totals.values()), dev), strict=True))
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
-        optimizer.step()
-        if step == 0:
-            gap = _logprob_gap(chunks, world, dev)
-        seconds = time.perf_counter() - step_started
-        tokens = int(pg_tokens + sft_tokens)
-        loss = totals["pg_loss"] + config.kl_coef * totals["kl"]
-        loss += config.sft_coef * totals["sft_loss"] + config.anchor_coef * totals["anchor_kl"]
-        metrics = {
-            "step": step,
-            "loss": loss,
-            **totals,
-            "kl": totals["kl"] if config.kl_coef > 0 else None,
-            "anchor_kl": totals["anchor_kl"] if anchor is not None else None,
-            "grad_norm": float(grad_norm),
-            "tokens": tokens,
-            "seconds": seconds,
-            "tokens_per_second": tokens / seconds,
-            **gap,
-            **peak_memory(dev),
-        }
-        if world.rank == 0:
-            yield metrics
-
-    if world.rank == 0:
-        save_adapter(model, out_adapter_dir)
-        torch.save(optimizer.state_dict(), Path(out_adapter_dir) / OPTIMIZER_STATE_FILE)
-    steps_taken = optimizer_steps(optimizer)
-    metrics_peak = peak_memory(dev)
-    # Drop the optimizer state, activations and cached blocks now, not when the worker exits:
-    # an idle worker holding its peak starves vLLM of KV cache on a shared GPU.
-    del optimizer, params, chunks, sft_batches, anchor, model
-    release_memory(dev)
-    if world.rank != 0:
-        return
-    yield {
-        "done": True,
-        "adapter_dir": str(Path(out_adapter_dir)),
-        "steps": config.steps_per_batch,
-        "loss": metrics["loss"],
-        "samples": len(samples),
-        "pg_samples": len(pg_rows),
-        "sft_samples": len(sft_rows),
-        "refined_samples": refined,
-        "refine_seconds": refine_seconds,
-        "baseline": baseline,
-        "processes": world.world_size,
-        "setup_seconds": setup_seconds,
-        "seconds": time.perf_counter() - started,
-        "micro_batches": len(pg_micro) + len(sft_micro),
-        "memory_budget": budget.as_dict() if budget is not None else None,
-        "sampling_temperatures": sorted({s.temperature for s in samples}),
-        "optimizer_state": "continued" if optimizer_continued else "new",
-        "optimizer_steps": steps_taken,
-        **gap,
-        **metrics_peak,
+    for batch in inputs.sft_batches:
+        share = float(batch.target_mask_B_T.sum()) / sft_tokens
+        logp_B_T = token_logprobs(
+            model, batch.input_ids_B_T, batch.attention_mask_B_T, batch.target_mask_B_T
+        )
+        sft = sft_loss(logp_B_T, batch.target_mask_B_T) * share
+        (config.sft_coef * sft).backward()
+        totals["sft_loss"] += float(sft.detach())
+    if inputs.anchor is not None:
+        # Every rank computes it in full; the gradients are summed, hence the share.
+        ids_B_T, mask_B_T, base_logp_N_V = inputs.anchor
+        drift = anchor_kl(base_logp_N_V, next_token_logprobs(model, ids_B_T, mask_B_T))
+        (config.anchor_coef * drift / world.world_size).backward()
+        totals["anchor_kl"] += float(drift.detach()) / world.world_size
+    if world.world_size > 1:
+        sum_gradients(params)
+        totals = dict(zip(totals, reduce_across(list(totals.values()), dev), strict=True))
+    grad_norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+    optimizer.step()
+    if step == 0:
+        inputs.gap = logprob_gap(inputs.chunks, world, dev)
+    seconds = time.perf_counter() - step_started
+    tokens = int(pg_tokens + sft_tokens)
+    loss = totals["pg_loss"] + config.kl_coef * totals["kl"]
+    loss += config.sft_coef * totals["sft_loss"] + config.anchor_coef * totals["anchor_kl"]
+    return {
+        "step": step,
+        "loss": loss,
+        **totals,
+        "kl": totals["kl"] if config.kl_coef > 0 else None,
+        "anchor_kl": totals["anchor_kl"] if inputs.anchor is not None else None,
+        "grad_norm": float(grad_norm),
+        "tokens": tokens,
+        "seconds": seconds,
+        "tokens_per_second": tokens / seconds,
+        **inputs.gap,
+        **peak_memory(dev),
     }
 
 
@@ -298,132 +357,3 @@ def _correction_batch(samples: list[Sample], pad_id: int) -> Batch:
         [list(s.correction_token_ids or []) for s in samples],
         pad_id=pad_id,
     )
-
-
-def _prepare_chunk(
-    model: torch.nn.Module,
-    config: UpdateConfig,
-    samples: list[Sample],
-    reward_adv: list[float],
-    *,
-    use_rl: bool,
-    use_opd: bool,
-    pad_id: int,
-    device: torch.device,
-) -> _Chunk:
-    """Collate a micro-batch and compute what stays fixed for the update (teacher, reference)."""
-    batch = collate(
-        [s.prompt_token_ids for s in samples],
-        [s.response_token_ids for s in samples],
-        pad_id=pad_id,
-        target_logprobs=[s.sampler_logprobs for s in samples],
-        temperatures=[s.temperature for s in samples],
-    ).to(device)
-    uses_rl_B = torch.tensor([use_rl and s.reward is not None for s in samples], device=device)
-    uses_opd_B = torch.tensor([use_opd and s.hint is not None for s in samples], device=device)
-    teacher_logp_B_T = torch.zeros_like(batch.target_logp_B_T)
-    hinted = [s for s, opd in zip(samples, uses_opd_B.tolist(), strict=True) if opd]
-    if hinted:
-        teacher = collate(
-            [list(s.teacher_prompt_token_ids or []) for s in hinted],
-            [s.response_token_ids for s in hinted],
-            pad_id=pad_id,
-            temperatures=[s.temperature for s in hinted],
-        ).to(device)
-        teacher_off = (
-            adapter_disabled(model) if config.teacher == "base" else contextlib.nullcontext()
-        )
-        with teacher_off:
-            logp_H_S = token_logprobs(
-                model,
-                teacher.input_ids_B_T,
-                teacher.attention_mask_B_T,
-                teacher.target_mask_B_T,
-                teacher.temperature_B,
-            )
-        student_mask_H_T = batch.target_mask_B_T[uses_opd_B]
-        teacher_logp_B_T[uses_opd_B] = move_targets(
-            logp_H_S, teacher.target_mask_B_T, student_mask_H_T
-        )
-    chunk = _Chunk(
-        batch, torch.tensor(reward_adv, device=device), uses_rl_B, uses_opd_B, teacher_logp_B_T
-    )
-    if config.kl_coef > 0:
-        with adapter_disabled(model):
-            chunk.ref_logp_B_T = _score(model, batch)
-    if config.lora_dropout > 0:
-        # With dropout on, step 0's forward pass is not the old policy: score it once without.
-        chunk.trainer_old_logp_B_T = _score(model, batch)
-    return chunk
-
-
-def _policy_gradient_terms(
-    model: torch.nn.Module, config: UpdateConfig, chunk: _Chunk, *, first_step: bool
-) -> tuple[Tensor, Tensor, Tensor]:
-    """(PPO-clip loss, k3 KL to base, clip fraction) of one micro-batch; fills step-0 state."""
-    batch = chunk.batch
-    mask_B_T = batch.target_mask_B_T
-    logp_B_T = token_logprobs(
-        model, batch.input_ids_B_T, batch.attention_mask_B_T, mask_B_T, batch.temperature_B
-    )
-    if chunk.trainer_old_logp_B_T is None:
-        chunk.trainer_old_logp_B_T = logp_B_T.detach()
-    trainer_old_B_T = chunk.trainer_old_logp_B_T
-    recompute = config.old_logp_source == "recompute"
-    old_logp_B_T = trainer_old_B_T if recompute else batch.target_logp_B_T
-    if first_step or chunk.advantages_B_T is None:
-        chunk.advantages_B_T = token_advantages(
-            config,
-            chunk.reward_adv_B,
-            chunk.teacher_logp_B_T,
-            old_logp_B_T,
-            mask_B_T,
-            uses_rl_B=chunk.uses_rl_B,
-            uses_opd_B=chunk.uses_opd_B,
-        )
-    pg, clip_fraction = ppo_clip_loss(
-        logp_B_T,
-        old_logp_B_T,
-        chunk.advantages_B_T,
-        mask_B_T,
-        config.clip_low,
-        config.clip_high,
-        is_weights_B_T=tis_weights(trainer_old_B_T, batch.target_logp_B_T, config.tis_cap)
-        if recompute
-        else None,
-        ratio_cap=None if recompute else config.tis_cap,
-    )
-    kl = torch.zeros(())
-    if chunk.ref_logp_B_T is not None:
-        kl = kl_k3(logp_B_T, chunk.ref_logp_B_T, mask_B_T)
-    return pg, kl, clip_fraction
-
-
-def _score(model: torch.nn.Module, batch: Batch) -> Tensor:
-    with torch.no_grad():
-        return token_logprobs(
-            model,
-            batch.input_ids_B_T,
-            batch.attention_mask_B_T,
-            batch.target_mask_B_T,
-            batch.temperature_B,
-        )
-
-
-def _logprob_gap(chunks: list[_Chunk], world: World, device: torch.device) -> dict[str, float]:
-    """Mean and max |trainer old log-prob − sampler log-prob| per response token, all ranks."""
-    gaps = [
-        (c.trainer_old_logp_B_T - c.batch.target_logp_B_T).abs()[c.batch.target_mask_B_T.bool()]
-        for c in chunks
-        if c.trainer_old_logp_B_T is not None
-    ]
-    # Sum and count rather than a mean, so ranks holding different token counts combine exactly.
-    all_gaps = torch.cat(gaps) if gaps else torch.zeros(0, device=device)
-    total, count = float(all_gaps.sum()), float(all_gaps.numel())
-    largest = float(all_gaps.max()) if count else -math.inf
-    if world.world_size > 1:
-        total, count = reduce_across([total, count], device)
-        (largest,) = reduce_across([largest], device, op=dist.ReduceOp.MAX)
-    if not count:
-        return {"logprob_gap_mean": math.nan, "logprob_gap_max": math.nan}
-    return {"logprob_gap_mean": total / count, "logprob_gap_max": largest}

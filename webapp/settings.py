@@ -11,7 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainer import refusals  # pure: the defaults the offline replay shares
+from trainer.claim import ClaimRules  # pure: the claim rules' defaults, shared with the replay
 from trainer.config import UpdateConfig  # pure: the trainer's own defaults
+from trainer.gate import GateThresholds  # pure: the gate's defaults, shared with the replay
 from webapp.config import (
     ConfigError,
     EmbeddedInfraMissing,
@@ -266,8 +268,8 @@ if LEARNING_SCOPE not in ("user", "shared"):
 # Turns served by a version more than this many versions behind the live one are not trained on.
 SAMPLE_MAX_VERSION_LAG = env_int("PARLEY_SAMPLE_MAX_VERSION_LAG", 4)
 # Training: an update runs when this many samples are ready, or the oldest has waited this long.
-TRAIN_BATCH_SIZE = env_int("PARLEY_TRAIN_BATCH_SIZE", 8)
-TRAIN_MAX_WAIT_S = env_int("PARLEY_TRAIN_MAX_WAIT_S", 600)
+TRAIN_BATCH_SIZE = env_int("PARLEY_TRAIN_BATCH_SIZE", ClaimRules.batch_size)
+TRAIN_MAX_WAIT_S = env_int("PARLEY_TRAIN_MAX_WAIT_S", int(ClaimRules.max_wait_s))
 TRAIN_ALGORITHM = env_str("PARLEY_TRAIN_ALGORITHM", "combined")
 # Overrides of trainer.config.UpdateConfig defaults (empty: the dataclass's own default).
 TRAIN_LR = env_float("PARLEY_TRAIN_LR", 0.0) or None
@@ -281,12 +283,14 @@ TRAIN_BATCH_BASELINE = env_bool("PARLEY_TRAIN_BATCH_BASELINE", UpdateConfig.batc
 TRAIN_PROCESSES = env_int("PARLEY_TRAIN_PROCESSES", 1)
 # The probe gate refuses a candidate that is broken or worse, never one that is different:
 # KL(candidate ‖ live) per probe answer token (one update's step; no cap on total distance),
-GATE_MAX_KL = env_float("PARLEY_GATE_MAX_KL", 0.5)
+GATE_MAX_KL = env_float("PARLEY_GATE_MAX_KL", GateThresholds.max_kl)
 # perplexity on general text against the base model,
-GATE_MAX_PPL_RATIO = env_float("PARLEY_GATE_MAX_PPL_RATIO", 1.15)
+GATE_MAX_PPL_RATIO = env_float("PARLEY_GATE_MAX_PPL_RATIO", GateThresholds.max_ppl_ratio)
 # no more degenerate probe answers (empty, repeating, cut off, mixed scripts) of a kind than the
 # base gives, plus this many,
-GATE_MAX_DEGENERATE_EXTRA = env_int("PARLEY_GATE_MAX_DEGENERATE_EXTRA", 1)
+GATE_MAX_DEGENERATE_EXTRA = env_int(
+    "PARLEY_GATE_MAX_DEGENERATE_EXTRA", GateThresholds.max_degenerate_extra
+)
 # looping answers alone may be held to their own allowance (unset: the one above)
 GATE_MAX_REPEATING_EXTRA = (
     env_int("PARLEY_GATE_MAX_REPEATING_EXTRA", 0)
@@ -297,9 +301,11 @@ GATE_MAX_REPEATING_EXTRA = (
 # newest ones, left for the next update ("fresh": no version trained on them), how much worse
 # (nats per token, signed by the feedback) the candidate may score than the live version; the
 # older ones decide only when there are no fresh ones.
-GATE_HOLDOUT_SAMPLES = env_int("PARLEY_GATE_HOLDOUT_SAMPLES", 8)
-GATE_FRESH_SAMPLES = env_int("PARLEY_GATE_FRESH_SAMPLES", 2)
-GATE_MAX_FEEDBACK_DROP = env_float("PARLEY_GATE_MAX_FEEDBACK_DROP", 0.05)
+GATE_HOLDOUT_SAMPLES = env_int("PARLEY_GATE_HOLDOUT_SAMPLES", ClaimRules.holdout)
+GATE_FRESH_SAMPLES = env_int("PARLEY_GATE_FRESH_SAMPLES", ClaimRules.fresh)
+GATE_MAX_FEEDBACK_DROP = env_float(
+    "PARLEY_GATE_MAX_FEEDBACK_DROP", GateThresholds.max_feedback_drop
+)
 # A refused update gives its samples back; each is retried with the learning rate times this
 # factor per refusal, and excluded (with the reason) after this many refusals.
 TRAIN_REFUSAL_LR_FACTOR = env_float("PARLEY_TRAIN_REFUSAL_LR_FACTOR", refusals.REFUSAL_LR_FACTOR)

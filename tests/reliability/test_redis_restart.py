@@ -28,9 +28,9 @@ from webapp.celery import app
 from webapp.chat import services
 from webapp.chat.models import Feedback, Message
 from webapp.infra.embedded import EmbeddedRedis
-from webapp.learning import training
 from webapp.learning.models import Judgement, Sample, TrainingUpdate
 from webapp.learning.services import messages_awaiting_judgement
+from webapp.learning.workflows import claiming
 from webapp.learning.workflows.recovery import requeue_pending
 
 pytestmark = [pytest.mark.services, pytest.mark.redis]
@@ -140,10 +140,10 @@ def test_with_the_broker_down_a_queued_update_is_not_lost_and_the_sweep_queues_i
     judgement = Judgement.objects.create(message=answer, fingerprint="f", source="feedback")
     Sample.objects.create(message=answer, judgement=judgement, kind="rl", reward=1.0)
     broker.stop()
-    update = training.training_update_maybe_queue()  # its task cannot reach the broker
+    update = claiming.training_update_maybe_queue()  # its task cannot reach the broker
     assert update is not None
     assert TrainingUpdate.objects.get().status == "queued"  # the work is still recorded
-    assert training.training_update_maybe_queue(force=True) is None  # and holds single flight
+    assert claiming.training_update_maybe_queue(force=True) is None  # and holds single flight
 
     broker.start()
     assert _tasks(broker, "train") == []

@@ -2,7 +2,7 @@
 lineage they trained: policy versions and training updates, each with its owner (a username,
 or null for the shared lineage).
 
-One JSON object per line, each with a ``type`` field; the README documents every field.
+One JSON object per line, each with a ``type`` field; docs/learning.md documents every field.
 Nothing is ever deleted by exporting.
 """
 

@@ -130,7 +130,7 @@ def unused_by_algorithm(algorithm: str) -> Q:
     """The samples of a shape the algorithm never claims, as a filter (empty when it claims
     every shape): under one that uses no reward (``opd``) a 👍 or 👎 alone, under one that
     uses no hint (``rl``) a hint-only OPD sample. The claim leaves these out
-    (``webapp.learning.training.claimable_samples``) and the counts name them; the words for
+    (``workflows.claiming.claimable_samples``) and the counts name them; the words for
     each are ``trainer.algorithms.Algorithm.unused_reason``."""
     chosen = algorithm_get(algorithm)
     unused = Q()

@@ -232,7 +232,7 @@ def conversation_best_candidate(*, conversation: Conversation) -> Message | None
     """The answer kept when a conversation closes without any sample: its last eligible main answer.
 
     "Best" = most recent, because it is the turn with the least context lost, and the one the
-    user saw last (the README explains the choice).
+    user saw last (docs/learning.md explains the choice).
     """
     if conversation_has_sample(conversation=conversation):
         return None

@@ -68,10 +68,7 @@ def maybe_train() -> int | None:
 @shared_task(name=Task.TRAIN_UPDATE.value, bind=True, acks_late=True, max_retries=None)
 def train_update(self: CeleryTask, update_id: int) -> int | None:
     """Train, gate and publish one update; returns the new version number."""
-    # torch and transformers load here, in the train worker only, never in web or judge.
-    from webapp.learning.workflows.trainer_run import train_and_gate
-
     try:
-        return training.train_update(update_id, run=train_and_gate)
+        return training.train_update(update_id, run=training.train_and_gate)
     except training.TrainingBusy as busy:
         raise self.retry(countdown=15) from busy

@@ -10,9 +10,9 @@ from django.urls import reverse
 from tests.factories import JudgementFactory
 from tests.webapp.dashboard.conftest import judged, sampled, turn
 from webapp.chat.models import Feedback
-from webapp.learning import training
 from webapp.learning.models import Judgement, LearningPreference, PolicyVersion, TrainingUpdate
 from webapp.learning.selectors import learning_statuses, policy_version_for
+from webapp.learning.workflows import claiming
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
@@ -238,7 +238,7 @@ def test_under_opd_a_thumb_alone_says_it_is_not_trained_and_why(client, settings
     hinted = sampled(judged(turn(alice, title="Hinted", question="Shorter?"), score=-1))
     hinted.hint = "Answer in one sentence."
     hinted.save(update_fields=["hint"])
-    claimable = set(training.claimable_samples(algorithm="opd").values_list("pk", flat=True))
+    claimable = set(claiming.claimable_samples(algorithm="opd").values_list("pk", flat=True))
     assert claimable == {hinted.pk}  # the page agrees with the claim query
     client.force_login(alice)
     page = client.get(reverse("mymodel:index")).content.decode()

@@ -11,9 +11,9 @@ from django.utils import timezone
 
 from tests.factories import AnswerFactory, JudgementFactory, SampleFactory
 from tests.webapp.learning.test_training import FakePush, FakeRun
-from webapp.learning import training
 from webapp.learning.models import Sample, TrainingUpdate
 from webapp.learning.selectors import policy_version_live
+from webapp.learning.workflows import claiming
 from webapp.learning.workflows.training import train_update
 from webapp.privacy.services import my_conversation_delete
 
@@ -53,7 +53,7 @@ def test_a_delete_during_training_discards_the_update_so_untrained_stays_true(
     settings.ADAPTERS_DIR, settings.TRAIN_BATCH_SIZE = tmp_path, 3
     mine = _sample(alice, "mine")
     others = [_sample(bob, "q1"), _sample(bob, "q2")]
-    update = training.training_update_maybe_queue(force=True)
+    update = claiming.training_update_maybe_queue(force=True)
     run, pushed = DeletingRun(mine.message.conversation), FakePush()
 
     train_update(update.pk, run=run, push=pushed)
@@ -69,7 +69,7 @@ def test_a_delete_during_training_discards_the_update_so_untrained_stays_true(
     assert set(Sample.objects.filter(status="ready").values_list("pk", flat=True)) == {
         s.pk for s in others
     }
-    nxt = training.training_update_maybe_queue(force=True)
+    nxt = claiming.training_update_maybe_queue(force=True)
     assert train_update(nxt.pk, run=FakeRun(), push=pushed) is not None
     assert Sample.objects.filter(status="consumed", update=nxt).count() == 2
 

@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from tests.factories import AnswerFactory
+from trainer.judge import CUES_VERSION
 from webapp.chat import services
 from webapp.chat.models import Message
 from webapp.learning.models import Judgement, PolicyVersion, Sample
@@ -299,7 +300,7 @@ def test_the_default_judge_reads_a_correction_in_the_next_message(judge, user, s
     judge_message(answer.pk, judge=judge)
     judgement = Judgement.objects.get(message=answer)
     assert (judgement.source, judgement.score, judgement.judge_model) == ("prm", -1, "cues")
-    assert judgement.prompt_version == "cues-v2"
+    assert judgement.prompt_version == CUES_VERSION
     assert [v["score"] for v in judgement.votes] == [-1]
     assert judgement.hint == "Paris is in France."  # the user's words, without the complaint
     sample = Sample.objects.get(message=answer)

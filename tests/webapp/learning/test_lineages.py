@@ -8,10 +8,10 @@ from datetime import timedelta
 import pytest
 
 from tests.factories import AnswerFactory
-from webapp.learning import training
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.preferences import learning_pause_set
 from webapp.learning.selectors import policy_version_for, policy_version_live
+from webapp.learning.workflows import claiming
 from webapp.learning.workflows.publishing import policy_version_publish
 from webapp.learning.workflows.training import TrainJob, TrainResult, train_update
 
@@ -87,7 +87,7 @@ def _samples(user, n: int, *, reward: float = 1.0) -> list[Sample]:
 
 
 def _train_next(run: FakeRun, push: FakePush, *, force: bool = False) -> TrainingUpdate:
-    update = training.training_update_maybe_queue(force=force)
+    update = claiming.training_update_maybe_queue(force=force)
     assert update is not None
     train_update(update.pk, run=run, push=push)
     update.refresh_from_db()
@@ -149,9 +149,9 @@ def test_the_batch_threshold_is_per_user(settings, alice, bob) -> None:
     settings.TRAIN_BATCH_SIZE = 3
     _samples(alice, 2)
     _samples(bob, 2)
-    assert training.training_update_maybe_queue() is None  # four ready, but nobody has three
+    assert claiming.training_update_maybe_queue() is None  # four ready, but nobody has three
     _samples(bob, 1)
-    update = training.training_update_maybe_queue()
+    update = claiming.training_update_maybe_queue()
     assert update is not None and update.owner == bob
 
 
@@ -162,14 +162,14 @@ def test_answers_without_feedback_alone_train_no_version(settings, alice, scope)
     settings.LEARNING_SCOPE = scope
     settings.TRAIN_BATCH_SIZE = 3
     _samples(alice, 5, reward=0.0)
-    assert training.training_update_maybe_queue() is None
-    assert training.training_update_maybe_queue(force=True) is None
+    assert claiming.training_update_maybe_queue() is None
+    assert claiming.training_update_maybe_queue(force=True) is None
     _samples(alice, 1, reward=-1.0)  # one 👎: something to learn, not yet a batch of it
-    assert training.training_update_maybe_queue() is None
+    assert claiming.training_update_maybe_queue() is None
     disliked = _samples(alice, 2, reward=-1.0)
-    update = training.training_update_maybe_queue()
+    update = claiming.training_update_maybe_queue()
     assert update is not None
-    claimed = training.training_update_claim(update_id=update.pk)
+    claimed = claiming.training_update_claim(update_id=update.pk)
     assert set(_ids(disliked)) <= set(claimed.summary["sample_ids"])  # feedback first
 
 
@@ -180,7 +180,7 @@ def test_the_wait_trigger_is_per_user(settings, alice, bob) -> None:
     Sample.objects.filter(pk__in=_ids(waited)).update(
         created_at=waited[0].created_at - timedelta(hours=2)
     )
-    update = training.training_update_maybe_queue()
+    update = claiming.training_update_maybe_queue()
     assert update is not None and update.owner == bob
 
 
@@ -203,9 +203,9 @@ def test_one_update_at_a_time_across_users(settings, alice, bob) -> None:
     settings.TRAIN_BATCH_SIZE = 1
     _samples(alice, 1)
     _samples(bob, 1)
-    first = training.training_update_maybe_queue()
+    first = claiming.training_update_maybe_queue()
     assert first is not None
-    assert training.training_update_maybe_queue() is None  # bob waits for alice's to finish
+    assert claiming.training_update_maybe_queue() is None  # bob waits for alice's to finish
 
 
 def test_rollback_is_per_lineage(settings, alice, bob) -> None:
@@ -289,7 +289,7 @@ def test_a_paused_users_samples_are_recorded_but_not_trained(settings, alice, bo
     settings.TRAIN_BATCH_SIZE = 2
     learning_pause_set(user=alice, paused=True)
     alices = _samples(alice, 4)
-    assert training.training_update_maybe_queue(force=True) is None  # only hers are ready
+    assert claiming.training_update_maybe_queue(force=True) is None  # only hers are ready
     bobs = _samples(bob, 2)
     run, push = FakeRun(), FakePush()
     update = _train_next(run, push)
@@ -304,7 +304,7 @@ def test_a_paused_users_samples_are_recorded_but_not_trained(settings, alice, bo
 def test_an_update_queued_before_its_owner_paused_trains_nothing(settings, alice) -> None:
     settings.TRAIN_BATCH_SIZE = 1
     samples = _samples(alice, 1)
-    update = training.training_update_maybe_queue()
+    update = claiming.training_update_maybe_queue()
     assert update is not None and update.owner == alice
     learning_pause_set(user=alice, paused=True)
     run = FakeRun()

@@ -7,10 +7,10 @@ import pytest
 
 from tests.webapp.learning.test_training import FakePush, FakeRun, _samples
 from webapp.core.outbox import Task
-from webapp.learning import training
 from webapp.learning.models import Sample, TrainingUpdate
 from webapp.learning.selectors import learning_statuses, sample_counts
 from webapp.learning.services import sample_exclude
+from webapp.learning.workflows import claiming
 from webapp.learning.workflows.training import train_update
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
@@ -30,7 +30,7 @@ def _adds_up() -> dict[str, int]:
 
 
 def _train(run: FakeRun) -> TrainingUpdate:
-    update = training.training_update_maybe_queue(force=True)
+    update = claiming.training_update_maybe_queue(force=True)
     assert update is not None
     train_update(update.pk, run=run, push=FakePush())
     update.refresh_from_db()
@@ -98,9 +98,9 @@ def test_a_claim_run_twice_does_not_halve_twice(settings) -> None:
     settings.TRAIN_LR, settings.TRAIN_REFUSAL_LR_FACTOR = 1e-3, 0.5
     (sample,) = _samples(1)
     Sample.objects.filter(pk=sample.pk).update(refusals=2)
-    update = training.training_update_maybe_queue(force=True)
-    training.training_update_claim(update_id=update.pk)
-    again = training.training_update_claim(update_id=update.pk)
+    update = claiming.training_update_maybe_queue(force=True)
+    claiming.training_update_claim(update_id=update.pk)
+    again = claiming.training_update_claim(update_id=update.pk)
     assert again.config["lr"] == pytest.approx(2.5e-4)
 
 
@@ -132,6 +132,6 @@ def test_admin_exclusions_and_superseded_samples_carry_a_reason() -> None:
 def test_a_config_without_a_learning_rate_backs_off_from_the_default() -> None:
     """An update created with a partial config (only the algorithm) must still be claimable."""
     from trainer.config import UpdateConfig
-    from webapp.learning.training import refusal_backoff
+    from webapp.learning.workflows.claiming import refusal_backoff
 
     assert refusal_backoff({"algorithm": "rl"}, refusals=0)["lr"] == UpdateConfig.lr

@@ -6,11 +6,10 @@ import pytest
 
 from tests.factories import AnswerFactory, ConversationFactory, QuestionFactory
 from tests.trainer.tiny import CHAT_TEMPLATE, byte_tokenizer
-from trainer.batch import HINT_PREFIX, chat_prompt_ids, hinted_prompt_ids
+from trainer.batch import HINT_PREFIX, chat_prompt_ids, hinted_prompt_ids, trainer_sample
 from webapp.chat.models import Message
-from webapp.learning import training
 from webapp.learning.services import judgement_record, message_evidence
-from webapp.learning.workflows.trainer_run import _sample
+from webapp.learning.workflows import training
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
@@ -71,11 +70,9 @@ def test_the_teacher_sees_the_served_prompt_with_tools_and_without_the_failed_an
         prompt_version="t",
         seconds=0.0,
     )
-    (row,) = training.batch_for_update(
-        update=type("U", (), {"summary": {"sample_ids": [judgement.sample.pk]}})()
-    )
+    (row,) = training.sample_rows([judgement.sample.pk])
     assert row.tools == TOOLS and row.temperature == 0.7
-    teacher_ids = _sample(row, tokenizer).teacher_prompt_token_ids
+    teacher_ids = trainer_sample(tokenizer, **vars(row)).teacher_prompt_token_ids
     teacher = tokenizer.decode(teacher_ids)
     assert HINT_PREFIX + HINT in teacher
     assert teacher.replace(HINT_PREFIX + HINT, "") == tokenizer.decode(prompt_ids)

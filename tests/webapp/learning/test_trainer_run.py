@@ -6,9 +6,8 @@ from transformers import AutoTokenizer
 
 from tests.trainer.tiny import build_tiny_model
 from trainer.batch import chat_prompt_ids
-from webapp.learning.training import SampleRow
-from webapp.learning.workflows.trainer_run import train_and_gate
-from webapp.learning.workflows.training import TrainJob
+from trainer.gate import GateThresholds
+from webapp.learning.workflows.training import SampleRow, TrainJob, train_and_gate
 
 
 def _row(tokenizer, question: str, answer: str, **signals) -> SampleRow:
@@ -40,8 +39,7 @@ def test_stored_rows_are_trained_recorded_per_step_and_gated(tmp_path_factory) -
         out_dir=out_dir,
         processes=1,
         base_probe=None,
-        gate_max_kl=1e9,
-        gate_max_ppl_ratio=0.0,  # no candidate can pass: the reasons must say why
+        gate=GateThresholds(max_kl=1e9, max_ppl_ratio=0.0),  # none passes: reasons say why
     )
     steps: list[dict] = []
     result = train_and_gate(job, record_step=steps.append)

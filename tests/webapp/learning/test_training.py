@@ -10,11 +10,12 @@ from django.utils import timezone
 
 from tests.factories import AnswerFactory
 from trainer.algorithms import SAMPLE_KINDS
+from trainer.claim import fresh_choice
 from trainer.publish import PublishError
 from webapp.core.outbox import Task
-from webapp.learning import training
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.selectors import policy_version_live
+from webapp.learning.workflows import claiming, publishing, training
 from webapp.learning.workflows.publishing import PublishFailed, policy_version_publish
 from webapp.learning.workflows.training import TrainingBusy, TrainJob, TrainResult, train_update
 
@@ -88,10 +89,10 @@ def test_an_update_is_queued_only_when_the_batch_is_full(
 ) -> None:
     settings.TRAIN_BATCH_SIZE, settings.TRAIN_MAX_WAIT_S = 3, 3600
     _samples(2)
-    assert training.training_update_maybe_queue() is None
+    assert claiming.training_update_maybe_queue() is None
     _samples(1)
     with django_capture_on_commit_callbacks(execute=True):
-        update = training.training_update_maybe_queue()
+        update = claiming.training_update_maybe_queue()
     assert update is not None and no_broker == [update.pk]
     assert (
         update.config["algorithm"] == settings.TRAIN_ALGORITHM and update.config["clip_low"] == 0.2
@@ -104,20 +105,20 @@ def test_an_algorithm_without_rewards_never_claims_a_batch_it_cannot_train(setti
     settings.TRAIN_BATCH_SIZE, settings.TRAIN_MAX_WAIT_S = 2, 3600
     settings.TRAIN_ALGORITHM = "opd"
     thumbs = _samples(3)
-    assert training.training_update_maybe_queue() is None
+    assert claiming.training_update_maybe_queue() is None
     hinted, corrected = _samples(2)
     Sample.objects.filter(pk=hinted.pk).update(hint="Start with 'Sure!'.")
     Sample.objects.filter(pk=corrected.pk).update(correction="Sure! a")
-    update = training.training_update_maybe_queue()
+    update = claiming.training_update_maybe_queue()
     assert update is not None and update.algorithm == "opd"
-    claimed = training.training_update_claim(update_id=update.pk)
+    claimed = claiming.training_update_claim(update_id=update.pk)
     assert claimed.summary["sample_ids"] == [hinted.pk, corrected.pk]
     assert all(
         s.status == Sample.Status.READY
         for s in Sample.objects.filter(pk__in=[t.pk for t in thumbs])
     )
     # The other algorithms train on rewards: the oldest ready samples, thumbs first.
-    assert training.claimable_samples(algorithm="rl").order_by("created_at").first() == thumbs[0]
+    assert claiming.claimable_samples(algorithm="rl").order_by("created_at").first() == thumbs[0]
 
 
 @pytest.mark.parametrize("algorithm", ["rl", "opd", "combined"])
@@ -137,7 +138,7 @@ def test_the_claim_the_count_and_the_reason_agree_on_every_shape(settings, algor
         kind="opd", reward=0.0, hint="Say 'Sure!'.", correction="Sure! b"
     )
     Sample.objects.filter(pk=corrected_thumb.pk).update(kind="combined", correction="Sure! c")
-    claimable = set(training.claimable_samples(algorithm=algorithm).values_list("pk", flat=True))
+    claimable = set(claiming.claimable_samples(algorithm=algorithm).values_list("pk", flat=True))
     unused = {
         s.pk
         for s in Sample.objects.filter(status=Sample.Status.READY)
@@ -156,14 +157,14 @@ def test_rl_leaves_a_hint_only_sample_and_an_emptied_claim_ends_cleanly(settings
     settings.TRAIN_ALGORITHM = "rl"
     [hinted] = _samples(1)
     Sample.objects.filter(pk=hinted.pk).update(kind="opd", reward=0.0, hint="Say 'Sure!'.")
-    assert not training.claimable_samples(algorithm="rl").exists()
-    assert training.claimable_samples(algorithm="combined").get() == hinted
-    assert training.training_update_maybe_queue() is None
+    assert not claiming.claimable_samples(algorithm="rl").exists()
+    assert claiming.claimable_samples(algorithm="combined").get() == hinted
+    assert claiming.training_update_maybe_queue() is None
     [thumb] = _samples(1)
-    update = training.training_update_maybe_queue()
+    update = claiming.training_update_maybe_queue()
     assert update is not None
     Sample.objects.filter(pk=thumb.pk).delete()
-    assert training.training_update_claim(update_id=update.pk) is None
+    assert claiming.training_update_claim(update_id=update.pk) is None
     update.refresh_from_db()
     assert update.status == TrainingUpdate.Status.FAILED
     assert update.error.startswith("No ready sample this algorithm trains on")
@@ -179,30 +180,30 @@ def test_the_base_probe_kept_on_version_0_leaves_out_one_updates_held_back_answe
 def test_samples_that_waited_too_long_trigger_a_smaller_update(settings) -> None:
     settings.TRAIN_BATCH_SIZE, settings.TRAIN_MAX_WAIT_S = 8, 0
     _samples(1)
-    assert training.training_update_maybe_queue() is not None
+    assert claiming.training_update_maybe_queue() is not None
 
 
 def test_single_flight_one_update_at_a_time(settings) -> None:
     settings.TRAIN_BATCH_SIZE = 1
     _samples(3)
-    first = training.training_update_maybe_queue()
+    first = claiming.training_update_maybe_queue()
     assert first is not None
-    assert training.training_update_maybe_queue() is None
-    training.training_update_claim(update_id=first.pk)
-    assert training.training_update_maybe_queue() is None
+    assert claiming.training_update_maybe_queue() is None
+    claiming.training_update_claim(update_id=first.pk)
+    assert claiming.training_update_maybe_queue() is None
 
 
 def test_samples_are_consumed_exactly_once(settings, tmp_path) -> None:
     settings.TRAIN_BATCH_SIZE = 2
     samples = _samples(3)
-    update = training.training_update_maybe_queue(force=True)
-    claimed = training.training_update_claim(update_id=update.pk)
+    update = claiming.training_update_maybe_queue(force=True)
+    claimed = claiming.training_update_claim(update_id=update.pk)
     assert claimed.summary["sample_ids"] == [samples[0].pk, samples[1].pk]
     # A crash here leaves every sample ready: a redelivered task claims the same batch again.
     assert Sample.objects.filter(status="ready").count() == 3
-    again = training.training_update_claim(update_id=update.pk)
+    again = claiming.training_update_claim(update_id=update.pk)
     assert again.summary["sample_ids"] == claimed.summary["sample_ids"]
-    version = training.training_update_finish(
+    version = publishing.training_update_finish(
         update=again,
         summary={"loss": 0.1},
         adapter_dir=tmp_path,
@@ -216,47 +217,47 @@ def test_samples_are_consumed_exactly_once(settings, tmp_path) -> None:
         samples[1].pk,
     ]
     assert Sample.objects.get(pk=samples[2].pk).status == "ready"
-    assert training.training_update_claim(update_id=update.pk) is None  # finished: nothing to redo
+    assert claiming.training_update_claim(update_id=update.pk) is None  # finished: nothing to redo
 
 
 def test_a_version_left_unpublished_by_a_dead_worker_is_published_on_redelivery(
     tmp_path, pushed
 ) -> None:
     _samples(2)
-    update = training.training_update_claim(
-        update_id=training.training_update_maybe_queue(force=True).pk
+    update = claiming.training_update_claim(
+        update_id=claiming.training_update_maybe_queue(force=True).pk
     )
-    assert training.training_update_unpublished(update_id=update.pk) is None  # still running
-    version = training.training_update_finish(
+    assert publishing.training_update_unpublished(update_id=update.pk) is None  # still running
+    version = publishing.training_update_finish(
         update=update, summary={}, adapter_dir=tmp_path, probe={}, passed=True, reasons=[]
     )
     # The worker died here, before publishing: the redelivered task finds the candidate.
-    assert training.training_update_unpublished(update_id=update.pk) == version
+    assert publishing.training_update_unpublished(update_id=update.pk) == version
     policy_version_publish(version=version, push=pushed)
-    assert training.training_update_unpublished(update_id=update.pk) is None  # live now
+    assert publishing.training_update_unpublished(update_id=update.pk) is None  # live now
     assert len(pushed) == 1
 
 
 def test_a_leftover_candidate_never_replaces_a_newer_live_version(tmp_path, pushed) -> None:
     _samples(2)
-    older = training.training_update_claim(
-        update_id=training.training_update_maybe_queue(force=True).pk
+    older = claiming.training_update_claim(
+        update_id=claiming.training_update_maybe_queue(force=True).pk
     )
-    training.training_update_finish(
+    publishing.training_update_finish(
         update=older, summary={}, adapter_dir=tmp_path, probe={}, passed=True, reasons=[]
     )
     newer = PolicyVersion.objects.create(number=2, adapter_path=str(tmp_path))
     policy_version_publish(version=newer, push=pushed)
-    assert training.training_update_unpublished(update_id=older.pk) is None
+    assert publishing.training_update_unpublished(update_id=older.pk) is None
     assert policy_version_live() == newer
 
 
 def test_a_candidate_that_fails_the_gate_is_recorded_not_published(tmp_path, pushed) -> None:
     _samples(1)
-    update = training.training_update_claim(
-        update_id=training.training_update_maybe_queue(force=True).pk
+    update = claiming.training_update_claim(
+        update_id=claiming.training_update_maybe_queue(force=True).pk
     )
-    version = training.training_update_finish(
+    version = publishing.training_update_finish(
         update=update,
         summary={},
         adapter_dir=tmp_path,
@@ -343,7 +344,7 @@ class FakeRun:
 def test_train_update_trains_gates_and_publishes_once(settings, tmp_path, pushed) -> None:
     settings.ADAPTERS_DIR, settings.TRAIN_BATCH_SIZE = tmp_path, 2
     _samples(3)
-    update = training.training_update_maybe_queue(force=True)
+    update = claiming.training_update_maybe_queue(force=True)
     run = FakeRun()
     assert train_update(update.pk, run=run, push=pushed) == 1
     (job,) = run.jobs
@@ -368,7 +369,7 @@ def test_a_failed_training_run_marks_the_update_failed_and_keeps_its_samples(
 ) -> None:
     settings.ADAPTERS_DIR = tmp_path
     _samples(2)
-    update = training.training_update_maybe_queue(force=True)
+    update = claiming.training_update_maybe_queue(force=True)
     with pytest.raises(RuntimeError, match="out of memory"):
         train_update(update.pk, run=FakeRun(error="out of memory"), push=pushed)
     update.refresh_from_db()
@@ -379,7 +380,7 @@ def test_a_failed_training_run_marks_the_update_failed_and_keeps_its_samples(
 def test_a_candidate_the_gate_rejects_is_not_published(settings, tmp_path, pushed) -> None:
     settings.ADAPTERS_DIR = tmp_path
     _samples(1)
-    update = training.training_update_maybe_queue(force=True)
+    update = claiming.training_update_maybe_queue(force=True)
     assert train_update(update.pk, run=FakeRun(passed=False), push=pushed) == 1
     assert TrainingUpdate.objects.get(pk=update.pk).status == "rejected"
     assert pushed == [] and policy_version_live().number == 0
@@ -389,7 +390,7 @@ def test_train_update_waits_while_another_update_holds_the_lock(pushed) -> None:
     from django.db import connections
 
     _samples(1)
-    update = training.training_update_maybe_queue(force=True)
+    update = claiming.training_update_maybe_queue(force=True)
     other = connections.create_connection("default")
     try:
         with other.cursor() as cursor:
@@ -411,7 +412,7 @@ def test_the_newest_feedback_waits_for_the_next_update_and_checks_this_ones_cand
     settings.ADAPTERS_DIR, settings.TRAIN_BATCH_SIZE = tmp_path, 8
     assert settings.GATE_FRESH_SAMPLES == 2
     samples = _samples(8)
-    update = training.training_update_maybe_queue(force=True)
+    update = claiming.training_update_maybe_queue(force=True)
     run = FakeRun()
     assert train_update(update.pk, run=run, push=pushed) == 1
     update.refresh_from_db()
@@ -425,13 +426,13 @@ def test_the_newest_feedback_waits_for_the_next_update_and_checks_this_ones_cand
     assert [statuses[pk] for pk in newest] == ["ready", "ready"]  # trained by the next update
     # the next update trains them first (the oldest ready), once
     later = _samples(8)
-    update = training.training_update_maybe_queue(force=True)
+    update = claiming.training_update_maybe_queue(force=True)
     assert train_update(update.pk, run=run, push=pushed) == 2
     update.refresh_from_db()
     assert set(newest) <= set(update.summary["sample_ids"])
     assert update.summary["fresh_ids"] == [s.pk for s in later[::-1][:2]]
     # a batch smaller than four trains whole: nothing is left fresh
-    assert training.fresh_ids(Sample.objects.filter(pk__in=newest)) == []
+    assert fresh_choice(claiming.candidates(Sample.objects.filter(pk__in=newest)), count=2) == []
 
 
 def test_no_batch_is_left_without_a_signal_by_its_fresh_samples(settings, tmp_path) -> None:
@@ -440,8 +441,8 @@ def test_no_batch_is_left_without_a_signal_by_its_fresh_samples(settings, tmp_pa
     settings.ADAPTERS_DIR, settings.TRAIN_BATCH_SIZE = tmp_path, 8
     samples = _samples(8)
     Sample.objects.filter(pk__in=[s.pk for s in samples[:6]]).update(reward=0.0)
-    update = training.training_update_maybe_queue(force=True)
-    claimed = training.training_update_claim(update_id=update.pk)
+    update = claiming.training_update_maybe_queue(force=True)
+    claimed = claiming.training_update_claim(update_id=update.pk)
     assert claimed.summary["fresh_ids"] == []
     assert sorted(claimed.summary["sample_ids"]) == sorted(s.pk for s in samples)
 
@@ -454,13 +455,13 @@ def test_unrated_answers_neither_fill_a_batch_nor_take_the_place_of_feedback(set
     settings.TRAIN_BATCH_SIZE, settings.TRAIN_MAX_WAIT_S = 8, 3600
     unrated = _samples(12)
     Sample.objects.filter(pk__in=[s.pk for s in unrated]).update(reward=0.0)
-    assert training.training_update_maybe_queue() is None
+    assert claiming.training_update_maybe_queue() is None
     feedback = _samples(7)
-    assert training.training_update_maybe_queue() is None  # 7 with a signal, 19 ready
+    assert claiming.training_update_maybe_queue() is None  # 7 with a signal, 19 ready
     feedback += _samples(1)
-    update = training.training_update_maybe_queue()
+    update = claiming.training_update_maybe_queue()
     assert update is not None
-    claimed = training.training_update_claim(update_id=update.pk)
+    claimed = claiming.training_update_claim(update_id=update.pk)
     left_fresh = claimed.summary["fresh_ids"]
     assert len(left_fresh) == settings.GATE_FRESH_SAMPLES
     trained = claimed.summary["sample_ids"]
@@ -479,9 +480,9 @@ def test_unrated_answers_wait_for_an_update_with_feedback(settings) -> None:
         reward=0.0, created_at=timezone.now() - timedelta(hours=2)
     )
     rated = _samples(1)
-    assert training.training_update_maybe_queue() is None
+    assert claiming.training_update_maybe_queue() is None
     Sample.objects.filter(pk=rated[0].pk).update(created_at=timezone.now() - timedelta(hours=2))
-    assert training.training_update_maybe_queue() is not None
+    assert claiming.training_update_maybe_queue() is not None
 
 
 def test_the_stored_sample_kinds_are_the_registrys() -> None:
@@ -495,17 +496,17 @@ def test_the_holdout_leaves_out_the_batch_that_trained_the_live_version(
     favours the live version: the holdout is older feedback, and ready feedback not claimed."""
     settings.ADAPTERS_DIR, settings.TRAIN_BATCH_SIZE = tmp_path, 2
     first_batch = _samples(2)
-    update = training.training_update_maybe_queue(force=True)
+    update = claiming.training_update_maybe_queue(force=True)
     assert train_update(update.pk, run=FakeRun(), push=pushed) == 1
     alice = get_user_model().objects.get(username="alice")
-    assert training.holdout_ids(exclude=[], owner_id=alice.pk) == []  # v1 fitted them
+    assert claiming.holdout_ids(exclude=[], owner_id=alice.pk) == []  # v1 fitted them
     second_batch = _samples(2)
-    update = training.training_update_maybe_queue(force=True)
-    claimed = training.training_update_claim(update_id=update.pk)
+    update = claiming.training_update_maybe_queue(force=True)
+    claimed = claiming.training_update_claim(update_id=update.pk)
     assert claimed.summary["holdout_ids"] == []  # the batch is v2's, the rest v1's own
     assert train_update(update.pk, run=FakeRun(), push=pushed) == 2
     waiting = _samples(1)
-    held = training.holdout_ids(exclude=[], owner_id=alice.pk)
+    held = claiming.holdout_ids(exclude=[], owner_id=alice.pk)
     # newest first: the ready one, then v1's batch; v2's own batch is left out
     assert held == [waiting[0].pk, *sorted((s.pk for s in first_batch), reverse=True)]
     assert not {s.pk for s in second_batch} & set(held)

@@ -4,7 +4,7 @@ PARLEY_TRAIN_* overrides."""
 from __future__ import annotations
 
 from trainer.config import UpdateConfig
-from webapp.learning.training import update_config
+from webapp.learning.workflows.claiming import update_config
 
 
 def test_the_defaults_are_the_trainers(settings) -> None:

@@ -1,8 +1,13 @@
 """The learning loop's workflows: each one step of the loop, its collaborators passed in.
 
 - ``judging``: a message's evidence → the judge model → a Judgement and maybe a Sample.
-- ``training``: ready samples → a TrainingUpdate → a gated candidate PolicyVersion.
-- ``publishing``: a PolicyVersion → every serving replica → live.
+- An update, in three stages:
+  - ``claiming``: when an update is due, and which samples it trains, leaves fresh and holds
+    back (the rules are ``trainer.claim``);
+  - ``training``: the claimed samples → the trainer → a gated candidate; ``train_update`` runs
+    the three stages under the training lock;
+  - ``publishing``: the finished update and its candidate recorded → every serving replica →
+    live.
 - ``recovery``: the periodic sweep that re-queues work a broker outage lost.
 
 Celery tasks (``webapp/*/tasks.py``) are a few lines around these; tests call them directly

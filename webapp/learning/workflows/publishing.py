@@ -1,22 +1,33 @@
-"""Publishing a PolicyVersion: load its adapter into every serving replica, then make it live.
+"""Finish and publish, the last stage of an update: record the candidate, then make it live.
 
-Publishing never interrupts serving: vLLM keeps answering while an adapter loads, new requests
-ask for the new adapter's name, and requests in flight finish on the one they started with. If
-any replica refuses, nothing changes. Rollback is the same path for an older version.
+Finishing records the update and its candidate ``PolicyVersion`` in one transaction. Samples are
+consumed exactly once, there: a crashed update leaves them ready, a redelivered task for a
+finished update trains nothing again. No feedback is lost: an update the gate refuses gives its
+samples back (ready again, one more refusal each, trained later at a smaller step); a sample
+refused ``PARLEY_TRAIN_MAX_REFUSALS`` times is excluded, with the gate's reasons as its reason.
+
+Publishing loads the version's adapter into every serving replica, then makes it live. It never
+interrupts serving: vLLM keeps answering while an adapter loads, new requests ask for the new
+adapter's name, and requests in flight finish on the one they started with. If any replica
+refuses, nothing changes. Rollback is the same path for an older version.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F, Max
 from django.utils import timezone
 
 from trainer import publish
-from webapp.learning.models import PolicyVersion
+from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
+from webapp.learning.notify import push_learning_status
+from webapp.learning.selectors import policy_version_live
 
 
 class PublishFailed(RuntimeError):
@@ -84,3 +95,95 @@ def policy_lineage_reset(*, owner_id: int) -> PolicyVersion | None:
         live.status = PolicyVersion.Status.ROLLED_BACK
         live.save(update_fields=["status"])
     return live
+
+
+@transaction.atomic
+def training_update_finish(
+    *,
+    update: TrainingUpdate,
+    summary: dict[str, Any],
+    adapter_dir: Path,
+    probe: dict[str, float],
+    passed: bool,
+    reasons: list[str],
+) -> PolicyVersion:
+    """Record the finished update and its candidate version. Passed: its samples are consumed
+    (once). Refused by the gate: they are given back, one refusal more each; those refused
+    ``TRAIN_MAX_REFUSALS`` times are excluded with the gate's reasons.
+
+    If an owner deleted a conversation while the update trained on its samples, the weights
+    hold data the owner was told was never trained: the candidate is rejected, its adapter
+    folder removed, and the remaining samples stay ready for the next update (no refusal is
+    counted against them: the gate did not refuse them).
+    """
+    update = TrainingUpdate.objects.select_for_update().get(pk=update.pk)
+    claimed = set(update.summary.get("sample_ids", []))
+    # The same row locks the "My data" delete takes first: a delete either commits before this
+    # (its samples are missing here) or waits for this to commit (and reports them trained).
+    present = set(
+        Sample.objects.select_for_update().filter(pk__in=claimed).values_list("pk", flat=True)
+    )
+    deleted = len(claimed - present)
+    if deleted:
+        passed = False
+        reasons = [
+            *reasons,
+            f"{deleted} of its samples were deleted by their owners while it trained; "
+            "its weights are discarded and its other samples go to the next update",
+        ]
+        shutil.rmtree(adapter_dir, ignore_errors=True)
+    number = (PolicyVersion.objects.aggregate(n=Max("number"))["n"] or 0) + 1
+    version = PolicyVersion.objects.create(
+        number=number,
+        owner_id=update.owner_id,
+        adapter_path="" if deleted else str(adapter_dir),
+        parent=update.base_version,
+        status=PolicyVersion.Status.CANDIDATE if passed else PolicyVersion.Status.REJECTED,
+        probe_metrics={**probe, "passed": passed, "reasons": reasons},
+    )
+    batch = Sample.objects.filter(pk__in=present, status=Sample.Status.READY)
+    messages = list(batch.values_list("message__conversation_id", "message_id"))
+    if passed:
+        batch.update(status=Sample.Status.CONSUMED, update=update, consumed_at=timezone.now())
+    elif not deleted:
+        batch.update(refusals=F("refusals") + 1)
+        # trainer.refusals.is_excluded, as a query
+        batch.filter(refusals__gte=settings.TRAIN_MAX_REFUSALS).update(
+            status=Sample.Status.EXCLUDED,
+            update=update,
+            exclusion_reason=(
+                f"refused by the probe gate {settings.TRAIN_MAX_REFUSALS} times; last: "
+                + "; ".join(reasons)
+            )[:2000],
+        )
+    push_learning_status(messages=messages)
+    update.status = TrainingUpdate.Status.DONE if passed else TrainingUpdate.Status.REJECTED
+    update.produced_version = version
+    update.summary = {**update.summary, **summary, "gate": {"passed": passed, "reasons": reasons}}
+    update.finished_at = timezone.now()
+    update.save(update_fields=["status", "produced_version", "summary", "finished_at"])
+    return version
+
+
+def training_update_fail(*, update_id: int, error: str) -> None:
+    TrainingUpdate.objects.filter(pk=update_id).update(
+        status=TrainingUpdate.Status.FAILED, error=error[:5000], finished_at=timezone.now()
+    )
+
+
+def training_update_unpublished(*, update_id: int) -> PolicyVersion | None:
+    """The version a finished update produced, if it passed the gate but was never published.
+
+    A train worker that dies between recording the update and publishing its version leaves
+    the version a candidate; the redelivered task publishes it, unless a newer one is live.
+    """
+    update = TrainingUpdate.objects.select_related("produced_version").get(pk=update_id)
+    version = update.produced_version
+    if (
+        update.status != TrainingUpdate.Status.DONE
+        or version is None
+        or version.status != PolicyVersion.Status.CANDIDATE
+    ):
+        return None
+    live = policy_version_live(owner_id=version.owner_id)
+    return version if live.number < version.number else None

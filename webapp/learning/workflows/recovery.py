@@ -11,7 +11,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from webapp.core.outbox import Task, enqueue_each
-from webapp.learning import services, training
+from webapp.learning import services
+from webapp.learning.workflows import claiming
 
 UPDATE_QUEUE_GRACE = timedelta(minutes=5)
 """An update queued more recently than this may still have its task in flight: leave it."""
@@ -21,7 +22,7 @@ def requeue_pending() -> dict[str, int]:
     """Queue the judge, conversation finalisation and training work that was never queued."""
     messages = services.messages_awaiting_judgement()
     conversations = services.conversations_awaiting_finalization()
-    updates = training.training_updates_unqueued(older_than=UPDATE_QUEUE_GRACE)
+    updates = claiming.training_updates_unqueued(older_than=UPDATE_QUEUE_GRACE)
     enqueue_each(Task.JUDGE_MESSAGE, messages)
     enqueue_each(Task.FINALIZE_CONVERSATION, conversations)
     enqueue_each(Task.TRAIN_UPDATE, updates)

@@ -1,29 +1,101 @@
-"""Training: ready samples → one TrainingUpdate → a gated candidate → published when it passes.
+"""Train and gate, the second stage of an update, and the workflow that runs all three.
 
-``train_update`` is lock → claim → train and gate → finish → publish. The trainer itself (torch,
-the probe gate) sits behind one callable, ``TrainRun``: the train task passes the real one
-(``trainer_run.train_and_gate``), tests pass a fake that writes an adapter folder.
+``train_update`` is lock → claim (``workflows.claiming``) → train and gate (here) → finish and
+publish (``workflows.publishing``). The trainer itself (torch, the probe gate) sits behind one
+callable, ``TrainRun``: the train task passes the real one (``train_and_gate``), tests pass a
+fake that writes an adapter folder. ``train_and_gate`` imports torch and transformers when it
+runs, so web and judge processes, which import this module, never load them.
+
+The update runs under a PostgreSQL advisory lock held by the train worker's connection: never
+two updates at once, and a worker that dies releases it with its connection. Run twice (a
+redelivered task), an update trains nothing again and only publishes the version the first run
+left unpublished.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from django.conf import settings
+from django.db import connection
 
+from trainer.gate import GateThresholds
 from webapp.core.outbox import Task, enqueue
-from webapp.learning import training
-from webapp.learning.models import PolicyVersion
-from webapp.learning.workflows.publishing import AdapterPush, policy_version_publish
+from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
+from webapp.learning.workflows import claiming, publishing
+
+TRAINING_LOCK_KEY = 0x5041524C  # "PARL": the advisory lock id for single-flight training
 
 
 class TrainingBusy(RuntimeError):
     """Another update holds the training lock; try again once it finishes."""
+
+
+@contextlib.contextmanager
+def training_lock() -> Iterator[bool]:
+    """A session-level PostgreSQL advisory lock; yields whether this worker holds it."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [TRAINING_LOCK_KEY])
+        acquired = bool(cursor.fetchone()[0])
+    try:
+        yield acquired
+    finally:
+        if acquired:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [TRAINING_LOCK_KEY])
+
+
+@dataclass(frozen=True)
+class SampleRow:
+    """One Sample as stored: the tokens serving sampled, and the hint and correction as text
+    (the trainer tokenises those with the base model's tokenizer)."""
+
+    prompt_messages: list[dict[str, Any]]
+    prompt_token_ids: list[int]
+    response_token_ids: list[int]
+    response_logprobs: list[float]
+    reward: float | None
+    hint: str | None
+    correction: str
+    group_id: str | None
+    tools: list[dict[str, Any]] | None = None
+    """The tools the request offered (they are part of the prompt the template rendered)."""
+    temperature: float = 1.0
+    """The temperature the answer was sampled at (its log-probs are at this temperature)."""
+
+
+def sample_rows(ids: Sequence[int]) -> list[SampleRow]:
+    """The samples with these ids that have tokens, in id order."""
+    samples = Sample.objects.filter(pk__in=list(ids)).select_related("message").order_by("pk")
+    return [
+        SampleRow(
+            prompt_messages=sample.prompt_messages,
+            prompt_token_ids=list(sample.prompt_token_ids),
+            response_token_ids=list(sample.response_token_ids),
+            response_logprobs=[float(x) for x in sample.response_logprobs],
+            reward=sample.reward if sample.kind != Sample.Kind.OPD else None,
+            hint=sample.hint or None,
+            correction=sample.correction,
+            group_id=sample.group_key or None,
+            tools=sample.message.sampling_params.get("tools") or None,
+            temperature=_temperature(sample.message.sampling_params),
+        )
+        for sample in samples
+        if sample.prompt_token_ids and sample.response_token_ids
+    ]
+
+
+def _temperature(params: dict[str, Any]) -> float:
+    """The temperature vLLM sampled at: the request's, else vLLM's default of 1; a greedy
+    request (0) is scored at 1, since its log-probs are the unscaled distribution's."""
+    value = params.get("temperature")
+    return float(value) if isinstance(value, int | float) and value > 0 else 1.0
 
 
 @dataclass(frozen=True)
@@ -31,24 +103,20 @@ class TrainJob:
     """Everything one update trains on and is gated against, without the ORM."""
 
     config: dict[str, Any]
-    samples: list[training.SampleRow]
+    samples: list[SampleRow]
     base_model_dir: Path
     init_adapter_dir: str | None
     out_dir: Path
     processes: int
     base_probe: dict[str, float] | None
     """The base model's probe figures when already measured (kept on version 0)."""
-    gate_max_kl: float
-    gate_max_ppl_ratio: float
-    holdout: Sequence[training.SampleRow] = ()
+    gate: GateThresholds = field(default_factory=GateThresholds)
+    holdout: Sequence[SampleRow] = ()
     """Judged samples outside this update: trained into earlier versions, or ready beyond the
     batch (``trainer.gate``)."""
-    fresh: Sequence[training.SampleRow] = ()
+    fresh: Sequence[SampleRow] = ()
     """The newest judged samples, held back from this update: the candidate must not score
     worse on them than live; ``holdout`` decides only where there are none."""
-    gate_max_feedback_drop: float = 0.0
-    gate_max_degenerate_extra: int = 0
-    gate_max_repeating_extra: int | None = None
 
 
 @dataclass(frozen=True)
@@ -68,57 +136,127 @@ class TrainRun(Protocol):
     ) -> TrainResult: ...
 
 
+def gate_thresholds() -> GateThresholds:
+    return GateThresholds(
+        max_kl=settings.GATE_MAX_KL,
+        max_ppl_ratio=settings.GATE_MAX_PPL_RATIO,
+        max_feedback_drop=settings.GATE_MAX_FEEDBACK_DROP,
+        max_degenerate_extra=settings.GATE_MAX_DEGENERATE_EXTRA,
+        max_repeating_extra=settings.GATE_MAX_REPEATING_EXTRA,
+    )
+
+
+def train_job(*, update: TrainingUpdate) -> TrainJob:
+    """The claimed update as the trainer sees it: its rows, folders and gate."""
+    live = update.base_version
+    summary = update.summary
+    return TrainJob(
+        config=update.config,
+        samples=sample_rows(summary.get("sample_ids", [])),
+        base_model_dir=Path(settings.BASE_MODEL_DIR),
+        init_adapter_dir=(
+            live.adapter_path if live and live.number and live.adapter_path else None
+        ),
+        out_dir=Path(settings.ADAPTERS_DIR) / f"update-{update.pk}",
+        processes=settings.TRAIN_PROCESSES,
+        base_probe=base_probe_cached(),
+        gate=gate_thresholds(),
+        holdout=sample_rows(summary.get("holdout_ids", [])),
+        fresh=sample_rows(summary.get("fresh_ids", [])),
+    )
+
+
+def train_and_gate(job: TrainJob, *, record_step: Callable[[dict[str, Any]], None]) -> TrainResult:
+    """The real ``TrainRun``: stored rows → ``trainer.batch.Sample``s with the base model's
+    tokenizer → ``trainer.pipeline.train_and_probe`` (the update, one process per GPU when
+    several, then the probe figures of the candidate and of the base on the model it holds in
+    memory) → the gate's decision."""
+    from transformers import AutoTokenizer  # the train worker's alone: see the module doc
+
+    from trainer.batch import trainer_sample
+    from trainer.config import config_from_dict
+    from trainer.pipeline import train_and_probe
+
+    tokenizer = AutoTokenizer.from_pretrained(str(job.base_model_dir))
+
+    def samples(rows: Sequence[SampleRow]) -> list[Any]:
+        return [trainer_sample(tokenizer, **vars(row)) for row in rows]
+
+    steps = train_and_probe(
+        config_from_dict(job.config),
+        samples(job.samples),
+        base_model_dir=job.base_model_dir,
+        init_adapter_dir=job.init_adapter_dir,
+        out_adapter_dir=job.out_dir,
+        processes=job.processes,
+        holdout=samples(job.holdout),
+        fresh=samples(job.fresh),
+    )
+    summary: dict[str, Any] = {}
+    for metrics in steps:
+        if metrics.get("done"):
+            summary = metrics
+        else:
+            record_step(metrics)
+    probe, base_probe = summary.pop("probe"), summary.pop("base_probe")
+    passed, reasons = job.gate.decide(probe, base_probe)
+    return TrainResult(
+        summary=summary, probe=probe, base_probe=base_probe, passed=passed, reasons=reasons
+    )
+
+
+def training_update_record_step(*, update: TrainingUpdate, metrics: dict[str, Any]) -> None:
+    update.metrics = [*update.metrics, metrics]
+    update.save(update_fields=["metrics"])
+
+
+def base_probe_cached() -> dict[str, float] | None:
+    """The base model's probe figures, measured once and kept on version 0 (None until then)."""
+    base = PolicyVersion.objects.get(number=0)
+    return base.probe_metrics if base.probe_metrics.get("probe_ppl") else None
+
+
+def base_probe_store(*, probe: dict[str, float]) -> None:
+    """Keep the base's probe figures on version 0; not its answers to one update's held-back
+    prompts (``held_back_*``), which belong to that update alone."""
+    kept = {key: value for key, value in probe.items() if not key.startswith("held_back")}
+    PolicyVersion.objects.filter(number=0).update(probe_metrics=kept)
+
+
 def maybe_train() -> int | None:
     """Queue an update if enough samples are ready; its id, or None."""
-    update = training.training_update_maybe_queue()
+    update = claiming.training_update_maybe_queue()
     return update.pk if update else None
 
 
-def train_update(update_id: int, *, run: TrainRun, push: AdapterPush | None = None) -> int | None:
+def train_update(
+    update_id: int, *, run: TrainRun, push: publishing.AdapterPush | None = None
+) -> int | None:
     """Train, gate and publish one update; the new version number (None: nothing to do).
 
-    Raises TrainingBusy while another update holds the lock. Run twice (a redelivered task),
-    it trains nothing again and only publishes a version the first run left unpublished.
+    Raises TrainingBusy while another update holds the lock.
     """
-    with training.training_lock() as acquired:
+    with training_lock() as acquired:
         if not acquired:
             raise TrainingBusy(f"update {update_id} waits for the training lock")
-        update = training.training_update_claim(update_id=update_id)
+        update = claiming.training_update_claim(update_id=update_id)
         if update is None:  # already finished: publish what it left, if anything
-            leftover = training.training_update_unpublished(update_id=update_id)
+            leftover = publishing.training_update_unpublished(update_id=update_id)
             if leftover is None:
                 return None
-            return policy_version_publish(version=leftover, push=push).number
+            return publishing.policy_version_publish(version=leftover, push=push).number
         try:
-            live = update.base_version
-            job = TrainJob(
-                config=update.config,
-                samples=training.batch_for_update(update=update),
-                base_model_dir=Path(settings.BASE_MODEL_DIR),
-                init_adapter_dir=(
-                    live.adapter_path if live and live.number and live.adapter_path else None
-                ),
-                out_dir=Path(settings.ADAPTERS_DIR) / f"update-{update.pk}",
-                processes=settings.TRAIN_PROCESSES,
-                base_probe=training.base_probe_cached(),
-                gate_max_kl=settings.GATE_MAX_KL,
-                gate_max_ppl_ratio=settings.GATE_MAX_PPL_RATIO,
-                holdout=training.holdout_for_update(update=update),
-                fresh=training.fresh_for_update(update=update),
-                gate_max_feedback_drop=settings.GATE_MAX_FEEDBACK_DROP,
-                gate_max_degenerate_extra=settings.GATE_MAX_DEGENERATE_EXTRA,
-                gate_max_repeating_extra=settings.GATE_MAX_REPEATING_EXTRA,
-            )
+            job = train_job(update=update)
             started = time.monotonic()
             result = run(
                 job,
-                record_step=lambda metrics: training.training_update_record_step(
+                record_step=lambda metrics: training_update_record_step(
                     update=update, metrics=metrics
                 ),
             )
             if job.base_probe is None:
-                training.base_probe_store(probe=result.base_probe)
-            version = training.training_update_finish(
+                base_probe_store(probe=result.base_probe)
+            version = publishing.training_update_finish(
                 update=update,
                 summary={**result.summary, "train_seconds": time.monotonic() - started},
                 adapter_dir=job.out_dir,
@@ -127,11 +265,11 @@ def train_update(update_id: int, *, run: TrainRun, push: AdapterPush | None = No
                 reasons=result.reasons,
             )
         except Exception:
-            training.training_update_fail(update_id=update_id, error=traceback.format_exc())
+            publishing.training_update_fail(update_id=update_id, error=traceback.format_exc())
             raise
     # The version's status, not the gate's verdict: finishing also rejects a candidate whose
     # samples an owner deleted while it trained.
     if version.status == PolicyVersion.Status.CANDIDATE:
-        policy_version_publish(version=version, push=push)
+        publishing.policy_version_publish(version=version, push=push)
     enqueue(Task.MAYBE_TRAIN)  # more samples may have arrived while this one trained
     return version.number

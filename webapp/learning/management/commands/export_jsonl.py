@@ -14,7 +14,7 @@ from webapp.learning.export import export_all
 class Command(BaseCommand):
     help = (
         "Export conversations, judgements, samples, policy versions and training updates as "
-        "JSONL (fields: see README)."
+        "JSONL (fields: see docs/learning.md)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -1,0 +1,156 @@
+"""Which feedback an update trains, which it leaves for the gate, and when an update is due.
+
+The one statement of these rules: the webapp's claim (``webapp.learning.workflows.claiming``)
+applies them to the rows it reads from PostgreSQL, the offline replay (``bench.replay``) to the
+samples it keeps in memory. Pure Python over ``Candidate``s, listed oldest first.
+
+- A sample has a *sign* when it carries a reward or a correction (the gate can score a
+  candidate on it), a *signal* when it has a sign or a hint (it can move the model). A
+  conversation closed without feedback leaves a sample with neither: it never makes a batch
+  due and never takes the place of one with a signal.
+- A batch is due when samples with a signal fill it or the oldest of them has waited
+  ``max_wait_s``; never without one.
+- The batch: samples with a signal first, then the oldest first, at most ``batch_size``.
+- Fresh feedback: the ``fresh`` newest signed samples are left for the next update, when at
+  least four times as many with a signal are ready, so the gate scores the candidate on
+  feedback no version has trained on. Never one the previous update left fresh (no sample waits
+  longer than one update).
+- Held back: the ``holdout`` most recent signed samples outside the batch, outside the fresh
+  ones and outside the batch that trained the live version (which has just fitted those).
+
+>>> ready = [Candidate(key=n, signed=True, signal=True) for n in range(8)]
+>>> choice = claim(ready, rules=ClaimRules(batch_size=8, fresh=2))
+>>> choice.batch, choice.fresh
+([0, 1, 2, 3, 4, 5], [7, 6])
+>>> holdout_choice(ready, exclude={*choice.batch, *choice.fresh}, limit=8)
+[]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ClaimRules:
+    """The numbers the rules run with (the webapp's ``PARLEY_TRAIN_*`` / ``PARLEY_GATE_*``
+    settings default to these)."""
+
+    batch_size: int = 8
+    """Most samples one update trains (``PARLEY_TRAIN_BATCH_SIZE``)."""
+
+    max_wait_s: float = 600.0
+    """An update is due once the oldest sample with a signal has waited this long, however
+    few there are (``PARLEY_TRAIN_MAX_WAIT_S``)."""
+
+    fresh: int = 2
+    """Newest signed samples each update leaves for the next one's gate
+    (``PARLEY_GATE_FRESH_SAMPLES``; 0: none)."""
+
+    holdout: int = 8
+    """Recent signed samples outside the update that its gate also scores
+    (``PARLEY_GATE_HOLDOUT_SAMPLES``; 0: none)."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What the rules need to know of one sample; ``key`` names it to the caller."""
+
+    key: Any
+    signed: bool
+    signal: bool
+
+
+@dataclass(frozen=True)
+class Claim:
+    """An update's choice: what it trains and what it leaves fresh for the next one."""
+
+    batch: list[Any] = field(default_factory=list)
+    fresh: list[Any] = field(default_factory=list)
+
+
+def is_signed(*, reward: float | None, correction: object) -> bool:
+    """A reward or a correction: the gate can score a candidate on the sample.
+
+    >>> is_signed(reward=-1.0, correction=""), is_signed(reward=0.0, correction="")
+    (True, False)
+    """
+    return bool(reward) or bool(correction)
+
+
+def has_signal(*, reward: float | None, hint: object, correction: object) -> bool:
+    """A reward, a hint or a correction: the sample can move the model.
+
+    >>> has_signal(reward=0.0, hint="Answer in metric units.", correction="")
+    True
+    """
+    return is_signed(reward=reward, correction=correction) or bool(hint)
+
+
+def is_due(*, signal: int, oldest_wait_s: float, rules: ClaimRules, force: bool = False) -> bool:
+    """An update is due: samples with a signal fill a batch, the oldest has waited long
+    enough, or ``force``; never without a sample with a signal (it would train nothing).
+
+    >>> is_due(signal=3, oldest_wait_s=10, rules=ClaimRules())
+    False
+    >>> is_due(signal=3, oldest_wait_s=601, rules=ClaimRules())
+    True
+    >>> is_due(signal=0, oldest_wait_s=1e9, rules=ClaimRules(), force=True)
+    False
+    """
+    if signal <= 0:
+        return False
+    return force or signal >= rules.batch_size or oldest_wait_s >= rules.max_wait_s
+
+
+def batch_choice(
+    ready: Sequence[Candidate], *, size: int | None, leaving: Collection[Any] = ()
+) -> list[Any]:
+    """The batch: samples with a signal first, then the oldest first, at most ``size``
+    (None: all), none of ``leaving``."""
+    kept = [c for c in ready if c.key not in leaving]
+    ordered = [c for c in kept if c.signal] + [c for c in kept if not c.signal]
+    return [c.key for c in ordered[:size]]
+
+
+def fresh_choice(
+    ready: Sequence[Candidate], *, count: int, left_before: Collection[Any] = ()
+) -> list[Any]:
+    """The ``count`` newest signed samples, newest first, when at least four times as many
+    with a signal are ready (else none: a small batch trains whole and the check is never left
+    to one sample's word); never one the previous update left fresh (``left_before``)."""
+    if count <= 0 or sum(c.signal for c in ready) < 4 * count:
+        return []
+    newest = [c.key for c in reversed(ready) if c.signed and c.key not in left_before]
+    return newest[:count]
+
+
+def claim(
+    ready: Sequence[Candidate],
+    *,
+    rules: ClaimRules,
+    left_before: Collection[Any] = (),
+    size: int | None = -1,
+) -> Claim:
+    """The batch and the fresh samples of one update over ``ready`` (oldest first).
+
+    ``size`` defaults to ``rules.batch_size``; None trains every ready sample but the fresh
+    ones (the replay's choice: nothing waits a version but those)."""
+    limit = rules.batch_size if size == -1 else size
+    fresh = fresh_choice(ready, count=rules.fresh, left_before=left_before)
+    # Fresh ones are taken only when four times as many carry a signal, and the batch takes
+    # those first: it is never left without one.
+    return Claim(batch=batch_choice(ready, size=limit, leaving=fresh), fresh=fresh)
+
+
+def holdout_choice(
+    on_record: Sequence[Candidate], *, exclude: Collection[Any], limit: int
+) -> list[Any]:
+    """The ``limit`` most recent signed samples of ``on_record`` (oldest first), newest
+    first, none of ``exclude`` (the batch, the fresh ones, the live version's batch)."""
+    if limit <= 0:
+        return []
+    newest = [c.key for c in reversed(on_record) if c.signed and c.key not in exclude]
+    return newest[:limit]
