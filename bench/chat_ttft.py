@@ -149,7 +149,7 @@ def main() -> None:
 
     import secrets
 
-    from tests.helpers import Launcher, clean_env, free_port
+    from bench.launching import Launcher, clean_env, free_port
 
     web_port, vllm_port = free_port(), free_port()
     # The direct-to-vLLM requests (webapp.inference, in this process) send the stack's key.

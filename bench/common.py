@@ -61,7 +61,7 @@ def running_system(extra_env: dict[str, str] | None = None) -> Iterator[RunningS
     import subprocess
     import sys
 
-    from tests.helpers import Launcher, clean_env, free_port
+    from bench.launching import Launcher, clean_env, free_port
 
     web_port, vllm_port = free_port(), free_port()
     var_dir = Path(tempfile.mkdtemp(prefix="parley-bench-"))

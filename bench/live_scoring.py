@@ -15,7 +15,7 @@ import httpx
 from bench.answering import BROKEN_EXAMPLES
 from bench.common import RunningSystem, sql
 from bench.preferences import Preference, answer_flaws
-from bench.replay import default_model_dir
+from bench.replay_options import default_model_dir
 
 
 def ppl_ratio(system: RunningSystem, number: int) -> float | None:

@@ -86,7 +86,7 @@ def running_vllm(
     model_dir: Path, *, max_loras: int, max_cpu_loras: int, log_path: Path, timeout_s: float
 ) -> Iterator[Server]:
     """vLLM alone, with the command line Parley's `serve` process uses, on a free port."""
-    from tests.helpers import free_port
+    from bench.launching import free_port
     from webapp.infra.serving import VllmOptions, serving_dtype, vllm_server_command
 
     port, key = free_port(), secrets.token_urlsafe(32)

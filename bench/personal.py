@@ -32,16 +32,9 @@ from typing import Any
 from bench.answering import evaluate_splits, load_serving_model
 from bench.common import ROOT, record
 from bench.preferences import Preference, load_preferences, load_prompts
-from bench.replay import (
-    MODE,
-    ReplayOptions,
-    add_common_arguments,
-    base_options,
-    plot_if_possible,
-    run_replay,
-    torch_threads,
-    write_figures,
-)
+from bench.replay import run_replay
+from bench.replay_figures import MODE, plot_if_possible, write_figures
+from bench.replay_options import ReplayOptions, add_common_arguments, base_options, torch_threads
 
 BLEED_LIMIT = 0.1
 TARGET = 0.8

@@ -29,7 +29,7 @@ from pathlib import Path
 from bench.common import ROOT, record, running_system
 from bench.live_learner import Run, simulate
 from bench.preferences import load_preferences, load_prompts
-from bench.replay import SCORING, plot_if_possible
+from bench.replay_figures import SCORING, plot_if_possible
 from trainer.algorithms import ALGORITHMS
 from trainer.config import UpdateConfig
 

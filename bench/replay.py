@@ -30,110 +30,44 @@ plot is drawn; the plot is optional (matplotlib is a test-only package).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
 import random
 import shlex
 import shutil
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from bench.answering import evaluate_splits, generate, load_serving_model
-from bench.common import ROOT, record
 from bench.preferences import Preference, load_preferences, load_prompts
+from bench.replay_figures import (
+    candidate_figures,
+    figures_of,
+    format_run,
+    plot,
+    plot_if_possible,
+    still_served,
+    write_figures,
+)
+from bench.replay_options import (
+    ReplayOptions,
+    add_common_arguments,
+    base_options,
+    parse_overrides,
+    torch_threads,
+    update_config,
+)
 from bench.simulated_user import FEEDBACK_KINDS, judged_sample, react
 from bench.witness import witness_perplexity
 from trainer.claim import Candidate, ClaimRules, claim, holdout_choice, is_signed
 from trainer.gate import GateThresholds
 from trainer.refusals import MAX_REFUSALS, REFUSAL_LR_FACTOR, backed_off_lr, is_excluded
-
-MODE = "replay"
-SCORING = "meets-v2"
-"""How answers were scored: "meets-v2" counts a broken answer (``answer_flaws``) as a miss and
-the simulated user dislikes it; runs without the field counted every answer that satisfied the
-rule, loops included."""
-# The webapp's defaults (its PARLEY_TRAIN_* / PARLEY_GATE_* settings start from the same
-# dataclasses); the replay reads no Django settings.
-GATE_MAX_KL = GateThresholds.max_kl
-GATE_MAX_PPL_RATIO = GateThresholds.max_ppl_ratio
-GATE_MAX_FEEDBACK_DROP = GateThresholds.max_feedback_drop
-GATE_MAX_DEGENERATE_EXTRA = GateThresholds.max_degenerate_extra
-GATE_HOLDOUT_SAMPLES = ClaimRules.holdout
-"""Recent judged samples with a sign, outside the update, that the gate scores each candidate
-on (its feedback score and its answers' loops). Runs recorded without the field held none."""
-GATE_FRESH_SAMPLES = ClaimRules.fresh
-"""The newest judged samples with a sign that each update leaves for the next one, so the gate
-scores the candidate on feedback no version has trained on. Runs recorded without it left none."""
-BATCH_SIZE = ClaimRules.batch_size
-ANSWER_TOKENS = 48
-"""Most tokens of a simulated answer and of a scored held-out answer, unless set."""
-PROBE_TOKENS = 24  # the webapp's probe answers (train_and_probe's max_new_tokens)
-CHAT_TEMPERATURE = 0.7
-
-
-def default_model_dir(env: Mapping[str, str] | None = None) -> Path:
-    """The base model folder a system with this environment serves (default: this process's)."""
-    env = os.environ if env is None else env
-    base = env.get("PARLEY_BASE_MODEL")
-    if base:
-        return Path(base).expanduser()
-    models = Path(env.get("PARLEY_MODELS_DIR", ROOT / "var" / "models"))
-    return models / "SmolLM2-135M-Instruct"
-
-
-@dataclass(frozen=True)
-class ReplayOptions:
-    model_dir: Path
-    preference: Preference
-    feedback: str = "corrections"
-    algorithm: str = "combined"
-    versions: int = 8
-    batch_size: int = BATCH_SIZE
-    seed: int = 0
-    temperature: float = CHAT_TEMPERATURE
-    gen_tokens: int = ANSWER_TOKENS
-    eval_tokens: int = ANSWER_TOKENS
-    eval_splits: tuple[str, ...] = ("held_out", "held_out_other")
-    eval_limit: int = 0  # 0: every prompt of each split
-    overrides: dict[str, Any] = field(default_factory=dict)  # UpdateConfig fields to change
-    gate_max_kl: float = GATE_MAX_KL
-    gate_max_ppl_ratio: float = GATE_MAX_PPL_RATIO
-    second_preference: Preference | None = None  # the user changes their mind ...
-    switch_after: int = 0  # ... after this many versions
-    probe_tokens: int = PROBE_TOKENS
-    max_degenerate_extra: int = GATE_MAX_DEGENERATE_EXTRA
-    max_repeating_extra: int | None = None  # None: max_degenerate_extra, as in the webapp
-    holdout: int = GATE_HOLDOUT_SAMPLES  # 0: the gate sees no held-back feedback
-    fresh: int = GATE_FRESH_SAMPLES  # 0: every waiting sample is trained at once
-    device: str = "cpu"  # "cuda": the same fp32 arithmetic on a GPU (labelled in the figures)
-
-
-def update_config(options: ReplayOptions) -> Any:
-    """UpdateConfig's defaults, with the algorithm, the seed and any explicit override. On a
-    GPU the base stays fp32 without gradient checkpointing, so the arithmetic is the CPU's."""
-    from trainer.config import UpdateConfig
-
-    same_as_cpu = (
-        {"base_dtype": "float32", "gradient_checkpointing": False}
-        if options.device != "cpu"
-        else {}
-    )
-    return UpdateConfig(
-        **{
-            "algorithm": options.algorithm,
-            "seed": options.seed,
-            **same_as_cpu,
-            **options.overrides,
-        }
-    )
 
 
 def gate(probe: dict[str, float], base_probe: dict[str, float], options: ReplayOptions) -> Any:
@@ -168,6 +102,17 @@ def held_back(on_record: list[Any], limit: int, *, live_batch: Sequence[Any] = (
     exclude = {id(s) for s in live_batch}
     keys = holdout_choice([candidate(s) for s in on_record], exclude=exclude, limit=limit)
     return [by_key[key] for key in keys]
+
+
+def unused_by(algorithm: Any, sample: Any) -> bool:
+    """Whether the webapp's claim leaves this sample ready under the algorithm: its kind as
+    ``webapp.learning.services`` stores it (a hint or correction without a reward is "opd"),
+    asked of ``Algorithm.unused_reason``."""
+    has_hint, has_correction = bool(sample.hint), bool(sample.correction_token_ids)
+    kind = "opd" if not sample.reward and (has_hint or has_correction) else "rl"
+    return bool(
+        algorithm.unused_reason(kind=kind, has_hint=has_hint, has_correction=has_correction)
+    )
 
 
 def run_replay(
@@ -317,26 +262,7 @@ def run_replay(
                         summary = metrics
                 probe, base_probe = summary["probe"], summary["base_probe"]
                 passed, reasons = gate(probe, base_probe, options)
-                entry.update(
-                    published=bool(passed),
-                    reasons=list(reasons),
-                    probe_kl=probe.get("probe_kl"),
-                    probe_kl_base=probe.get("probe_kl_base"),
-                    ppl_ratio=probe["probe_ppl"] / base_probe["probe_ppl"],
-                    train_seconds=summary.get("seconds"),
-                    gate_seconds=summary.get("gate_seconds"),
-                    loss=summary.get("loss"),
-                    held_back={
-                        key: probe[key]
-                        for key in sorted(probe)
-                        if key.startswith(("held_back", "feedback_", "fresh_feedback_"))
-                    }
-                    | {
-                        key.replace("held_back_", "held_back_base_"): value
-                        for key, value in base_probe.items()
-                        if key.startswith("held_back_")
-                    },
-                )
+                entry.update(candidate_figures(summary, passed=passed, reasons=reasons))
                 if passed:
                     on_record.extend(batch)
                     live_batch = list(batch)
@@ -395,311 +321,6 @@ def run_replay(
     return figures
 
 
-def figures_of(
-    options: ReplayOptions,
-    config: Any,
-    splits: dict[str, list[str]],
-    turns: int,
-    met: int,
-    judge: dict[str, int],
-    versions: list[dict[str, Any]],
-    started: float,
-) -> dict[str, Any]:
-    """A run's figures (what ``bench/results/replay-*.json`` holds)."""
-    done = len(versions) - 1
-    return {
-        "mode": MODE,
-        "preference": options.preference.name,
-        "second_preference": options.second_preference.name if options.second_preference else None,
-        "switch_after": options.switch_after if options.second_preference else None,
-        "feedback": options.feedback,
-        "algorithm": options.algorithm,
-        "seed": options.seed,
-        "batch_size": options.batch_size,
-        "temperature": options.temperature,
-        "gen_tokens": options.gen_tokens,
-        "eval_tokens": options.eval_tokens,
-        "eval_prompts": {name: len(items) for name, items in splits.items()},
-        "device": options.device,
-        "overrides": dict(options.overrides),
-        "config": dataclasses.asdict(config),
-        "gate": {
-            "max_kl": options.gate_max_kl,
-            "max_ppl_ratio": options.gate_max_ppl_ratio,
-            "max_degenerate_extra": options.max_degenerate_extra,
-            "max_repeating_extra": options.max_repeating_extra,
-            "holdout": options.holdout,
-            "fresh": options.fresh,
-        },
-        "probe_tokens": options.probe_tokens,
-        "refusal_policy": {"lr_factor": REFUSAL_LR_FACTOR, "max_refusals": MAX_REFUSALS},
-        "scoring": SCORING,
-        "turns": turns,
-        "answers_meeting_preference": met,
-        "judge": judge,
-        "versions": versions,
-        "summary": summarise(versions, options.preference.name),
-        "seconds": time.perf_counter() - started,
-        "seconds_per_version": (time.perf_counter() - started) / max(done, 1),
-    }
-
-
-SERVED_FIGURES = ("scores", "flawed", "broken_examples", "missed_examples", "witness_ppl_ratio")
-
-
-def still_served(previous: dict[str, Any]) -> dict[str, Any]:
-    """A version that published nothing: the live version's evaluation stays what users get
-    (its scores, broken and missed answers, witness perplexity), carried to this entry."""
-    return {key: previous[key] for key in SERVED_FIGURES if key in previous}
-
-
-def unused_by(algorithm: Any, sample: Any) -> bool:
-    """Whether the webapp's claim leaves this sample ready under the algorithm: its kind as
-    ``webapp.learning.services`` stores it (a hint or correction without a reward is "opd"),
-    asked of ``Algorithm.unused_reason``."""
-    has_hint, has_correction = bool(sample.hint), bool(sample.correction_token_ids)
-    kind = "opd" if not sample.reward and (has_hint or has_correction) else "rl"
-    return bool(
-        algorithm.unused_reason(kind=kind, has_hint=has_hint, has_correction=has_correction)
-    )
-
-
-def summarise(versions: list[dict[str, Any]], preference: str) -> dict[str, Any]:
-    """Per split: the score at v0, at v8 and v16 (when reached), the best and when it came."""
-    result: dict[str, Any] = {
-        # of the versions served (a refused candidate's perplexity is why it was refused)
-        "worst_ppl_ratio": max(
-            v["ppl_ratio"] for v in versions if v["ppl_ratio"] is not None and v["published"]
-        ),
-        "refused": [v["version"] for v in versions if not v["published"]],
-        # every sample with a signal is trained (by a published version), waiting, or excluded
-        "trained": sum(v.get("samples", 0) for v in versions[1:] if v["published"]),
-        "waiting": versions[-1].get("waiting", 0),
-        "excluded": sum(v.get("excluded", 0) for v in versions),
-        # the share of broken (looping, empty) held-out answers of the versions served
-        "worst_flawed": max(
-            (max(v["flawed"].values()) for v in versions if v.get("flawed") and v["published"]),
-            default=None,
-        ),
-        # the served versions' perplexity on text neither the gate nor the anchor sees
-        # (bench.witness); None for runs recorded before it was measured
-        "worst_witness_ppl_ratio": max(
-            (v["witness_ppl_ratio"] for v in versions if v.get("witness_ppl_ratio") is not None),
-            default=None,
-        ),
-        # how far the served lineage went from the base, KL per probe answer token: the gate
-        # limits each step (KL to the live version), never this distance
-        "farthest_from_base_kl": max(
-            (
-                v["probe_kl_base"]
-                for v in versions
-                if v.get("probe_kl_base") is not None and v["published"]
-            ),
-            default=None,
-        ),
-    }
-    for split in versions[0]["scores"][preference]:
-        series = [v["scores"][preference][split] for v in versions]
-        best = max(series)
-        result[split] = {
-            "v0": series[0],
-            "last": series[-1],
-            "best": best,
-            "best_at": series.index(best),
-            **{f"v{n}": series[n] for n in (8, 16, 32) if n < len(series)},
-        }
-    return result
-
-
-_STEM_TAGS = {"max_degenerate_extra": "degenerate", "probe_tokens": "probe"}
-_STEM_TAGS |= {"max_repeating_extra": "repeating"}
-_STEM_TAGS |= {"gate_max_ppl_ratio": "gateppl"}
-_STEM_TAGS |= {"gen_tokens": "gen", "eval_tokens": "eval", "holdout": "holdout"}
-_STEM_TAGS |= {"fresh": "fresh"}
-
-
-def replay_settings(figures: dict[str, Any]) -> dict[str, Any]:
-    """The replay's own settings (not UpdateConfig fields) a run changed from the defaults, in
-    a fixed order: they name its file (``write_figures``) and its table row (``bench.sweep``)."""
-    defaults = {
-        "batch_size": BATCH_SIZE,
-        "max_degenerate_extra": GATE_MAX_DEGENERATE_EXTRA,
-        "max_repeating_extra": None,
-        "gate_max_ppl_ratio": GATE_MAX_PPL_RATIO,
-        "probe_tokens": PROBE_TOKENS,
-        "gen_tokens": ANSWER_TOKENS,
-        "eval_tokens": ANSWER_TOKENS,
-        "holdout": GATE_HOLDOUT_SAMPLES,
-        "fresh": GATE_FRESH_SAMPLES,
-    }
-    used = {key: figures.get(key, default) for key, default in defaults.items()}
-    gate = figures.get("gate") or {}
-    used["max_degenerate_extra"] = gate.get("max_degenerate_extra", GATE_MAX_DEGENERATE_EXTRA)
-    used["max_repeating_extra"] = gate.get("max_repeating_extra")
-    used["gate_max_ppl_ratio"] = gate.get("max_ppl_ratio", GATE_MAX_PPL_RATIO)
-    used["holdout"] = gate.get("holdout", 0)  # older runs held nothing back
-    # a run recorded without the field left no fresh samples (named where it held any back)
-    used["fresh"] = gate.get("fresh", 0 if gate.get("holdout") else GATE_FRESH_SAMPLES)
-    return {key: value for key, value in used.items() if value != defaults[key]}
-
-
-def write_figures(figures: dict[str, Any], out_dir: Path, *, record_line: bool = True) -> Path:
-    """The JSON file and the bench/results.jsonl line: always before any plot."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    second = f"-then-{figures['second_preference']}" if figures["second_preference"] else ""
-    stem = (
-        f"replay-{figures['preference']}{second}-{figures['feedback']}-{figures['algorithm']}"
-        f"-s{figures['seed']}"
-    )
-    changed = replay_settings(figures)
-    if "batch_size" in changed:
-        stem += f"-batch{changed.pop('batch_size')}"
-    if figures["overrides"]:
-        stem += "-" + "-".join(f"{k}{v}" for k, v in sorted(figures["overrides"].items()))
-    stem += "".join(f"-{_STEM_TAGS[key]}{value}" for key, value in changed.items())
-    if figures.get("device", "cpu") != "cpu":
-        stem += f"-{figures['device']}"
-    path = out_dir / f"{stem}.json"
-    path.write_text(json.dumps(figures, indent=2) + "\n")
-    if record_line:
-        record("replay", figures)
-    return path
-
-
-def plot(figures: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axis = plt.subplots(figsize=(6, 4))
-    xs = [v["version"] for v in figures["versions"]]
-    for name, by_split in figures["versions"][0]["scores"].items():
-        for split in by_split:
-            ys = [v["scores"][name][split] for v in figures["versions"]]
-            axis.plot(xs, ys, marker="o", label=f"{name} / {split}")
-    axis.set(
-        xlabel="version",
-        ylabel="held-out score",
-        ylim=(-0.05, 1.05),
-        title=f"[{figures['mode']}] {figures['feedback']}, {figures['algorithm']}",
-    )
-    axis.grid(alpha=0.3)
-    axis.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def plot_if_possible(draw: Callable[[], None]) -> bool:
-    """Draw when matplotlib is installed (the test environment); say so when it is not."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        print("bench | matplotlib is not installed: no plot drawn (the figures are recorded)")
-        return False
-    draw()
-    return True
-
-
-def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
-    """``["lr=1e-3", "steps_per_batch=4"]`` → UpdateConfig overrides (JSON values, else text)."""
-    from trainer.config import UpdateConfig
-
-    known = {f.name for f in dataclasses.fields(UpdateConfig)}
-    overrides: dict[str, Any] = {}
-    for item in items:
-        key, _, text = item.partition("=")
-        if key not in known or not text:
-            raise ValueError(f"{item!r}: use FIELD=VALUE with a field of UpdateConfig")
-        try:
-            overrides[key] = json.loads(text)
-        except json.JSONDecodeError:
-            overrides[key] = text
-    return overrides
-
-
-@contextlib.contextmanager
-def torch_threads(count: int) -> Iterator[None]:
-    """torch's intra-op threads set to ``count`` (0: unchanged) for the block, then restored."""
-    import torch
-
-    previous = torch.get_num_threads()
-    if count:
-        torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--preference", type=Path, default=ROOT / "bench" / "data" / "preferences.json"
-    )
-    parser.add_argument("--prompts", type=Path, default=ROOT / "bench" / "data" / "prompts.json")
-    parser.add_argument("--model-dir", type=Path, default=None, help="base model folder")
-    parser.add_argument("--versions", type=int, default=8, help="updates per run")
-    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="answers per update")
-    parser.add_argument("--temperature", type=float, default=CHAT_TEMPERATURE)
-    parser.add_argument(
-        "--gen-tokens", type=int, default=ANSWER_TOKENS, help="most tokens per answer"
-    )
-    parser.add_argument("--eval-tokens", type=int, default=ANSWER_TOKENS)
-    parser.add_argument("--eval-splits", default="held_out,held_out_other")
-    parser.add_argument("--eval-limit", type=int, default=0, help="prompts per split (0: all)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--out-dir", type=Path, default=ROOT / "bench" / "results")
-    parser.add_argument("--no-plot", action="store_true")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch threads (0: torch's own). 1 by default: on a 2-core machine shared with other "
-        "work, two threads generated 5x slower than one (measured)",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.add_argument(
-        "--holdout",
-        type=int,
-        default=GATE_HOLDOUT_SAMPLES,
-        help="held-back samples the gate checks each candidate on, as PARLEY_GATE_HOLDOUT_SAMPLES "
-        "(0: none)",
-    )
-    parser.add_argument(
-        "--fresh",
-        type=int,
-        default=GATE_FRESH_SAMPLES,
-        help="newest samples each update leaves for the next, to score the candidate on feedback "
-        "no version trained on, as PARLEY_GATE_FRESH_SAMPLES (0: none)",
-    )
-    parser.add_argument(
-        "--device", default="cpu", help="cpu, or cuda: the same fp32 arithmetic on a GPU"
-    )
-
-
-def base_options(args: argparse.Namespace, preferences: dict[str, Preference]) -> dict[str, Any]:
-    return {
-        "model_dir": args.model_dir or default_model_dir(),
-        "versions": args.versions,
-        "batch_size": args.batch_size,
-        "temperature": args.temperature,
-        "gen_tokens": args.gen_tokens,
-        "eval_tokens": args.eval_tokens,
-        "eval_splits": tuple(s for s in args.eval_splits.split(",") if s),
-        "eval_limit": args.eval_limit,
-        "device": args.device,
-        "holdout": args.holdout,
-        "fresh": args.fresh,
-    }
-
-
-def command_line() -> str:
-    return "python -m " + " ".join(
-        shlex.quote(a) for a in [__spec__.name if __spec__ else "bench.replay", *sys.argv[1:]]
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.replay", description=__doc__.split("\n\n")[0]
@@ -725,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         overrides = parse_overrides(args.set)
     except ValueError as error:
         parser.error(str(error))
-    command = command_line() if argv is None else "python -m bench.replay " + shlex.join(argv)
+    command = "python -m bench.replay " + shlex.join(sys.argv[1:] if argv is None else argv)
     with torch_threads(args.threads):
         return _replay_seeds(args, preferences, prompts, overrides, command)
 
@@ -765,36 +386,6 @@ def _replay_seeds(
         if not args.no_plot:
             plot_if_possible(lambda f=figures, p=path: plot(f, p.with_suffix(".png")))
     return 0
-
-
-def format_run(figures: dict[str, Any]) -> str:
-    lines = [
-        f"[{figures['mode']}] {figures['preference']} · {figures['feedback']} · "
-        f"{figures['algorithm']} · seed {figures['seed']}"
-    ]
-    splits = list(figures["versions"][0]["scores"][figures["preference"]])
-    lines.append(
-        f"{'version':>8}{'turns':>7}"
-        + "".join(f"{s:>16}" for s in splits)
-        + f"{'ppl/base':>10}  gate"
-    )
-    for v in figures["versions"]:
-        name = v.get("preference", figures["preference"])
-        cells = "".join(f"{v['scores'][name][s]:>16.2f}" for s in splits)
-        gate_text = "base" if v["version"] == 0 else ("published" if v["published"] else "refused")
-        label = f"v{v['version']}"
-        lines.append(f"{label:>8}{v['turns']:>7}{cells}{v['ppl_ratio']:>10.3f}  {gate_text}")
-    lines.append(f"{figures['seconds_per_version']:.0f} s per version")
-    return "\n".join(lines)
-
-
-def spread(values: Sequence[float]) -> str:
-    """mean ± half the range (the spread over seeds), or the one value."""
-    if not values:
-        return "—"
-    if len(values) == 1:
-        return f"{values[0]:.2f}"
-    return f"{statistics.fmean(values):.2f} ± {(max(values) - min(values)) / 2:.2f}"
 
 
 if __name__ == "__main__":

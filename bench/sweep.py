@@ -33,16 +33,14 @@ from typing import Any
 
 from bench.common import record
 from bench.preferences import Preference, load_preferences, load_prompts
-from bench.replay import (
-    MODE,
+from bench.replay import run_replay
+from bench.replay_figures import MODE, plot_if_possible, write_figures
+from bench.replay_options import (
     ReplayOptions,
     add_common_arguments,
     base_options,
     parse_overrides,
-    plot_if_possible,
-    run_replay,
     torch_threads,
-    write_figures,
 )
 from bench.simulated_user import FEEDBACK_KINDS
 from bench.sweep_labels import run_label as run_label  # read here by the sweep's tests

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bench.replay import SCORING, replay_settings
+from bench.replay_figures import SCORING, replay_settings
 
 OLD_SCORING = " (loops counted)"
 """The mark of a run scored before ``SCORING``: a loop that met the rule counted as learnt,
@@ -28,7 +28,7 @@ def config_changes(figures: dict[str, Any]) -> dict[str, Any]:
     """The UpdateConfig fields a run trained with that differ from today's defaults.
 
     Read from the full config the run recorded, so an older run made when a default was
-    different is named by it (``batch_baseline=False`` before the sixteenth session) and an
+    different is named by it (``batch_baseline=False`` when that was the default) and an
     override that has since become the default is not named: "defaults" in a table always
     means today's. A run that recorded no config is named by its overrides that differ."""
     from trainer.config import UpdateConfig
@@ -69,9 +69,8 @@ def _with_setting(label: str, alone: str, joined: str) -> str:
 
 def scored_label(label: str, figures: dict[str, Any]) -> str:
     """The label, marked when the run was scored before broken answers counted as misses, and
-    naming ``holdout=0`` for a run whose gate held nothing back (every run before the tenth
-    session) and ``fresh=0`` for one that held back before updates left fresh samples (before
-    the fourteenth), even where an older sweep stored its label without it."""
+    naming ``holdout=0`` for a run whose gate held nothing back and ``fresh=0`` for one that
+    held back without leaving fresh samples, even where a sweep stored its label without it."""
     gate = figures.get("gate") or {}
     if not gate.get("holdout") and "holdout=" not in label:
         label = _with_setting(label, "holdout=0", "holdout=0")
@@ -79,8 +78,7 @@ def scored_label(label: str, figures: dict[str, Any]) -> str:
         # held back, but before updates left their newest samples for the next (fresh=0)
         label = _with_setting(label, "fresh=0", "fresh=0")
     if gate.get("holdout_live_batch") and "live batch" not in label:
-        # the tenth session's first held-back runs, before the live version's own batch was
-        # left out of the holdout (marked by hand in their files)
+        # runs whose holdout still held the live version's own batch (marked in their files)
         label = _with_setting(label, "holdout incl. live batch", "live batch held")
     old = figures.get("scoring") != SCORING and not label.endswith(OLD_SCORING)
     return f"{label}{OLD_SCORING}" if old else label

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.replay import MODE, spread, summarise
+from bench.replay_figures import MODE, spread, summarise
 from bench.sweep_labels import run_label
 
 

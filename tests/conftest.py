@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Launcher, clean_env, free_port
+from bench.launching import Launcher, clean_env, free_port
 
 pytest_plugins = ["tests.fixtures"]
 
@@ -156,7 +156,8 @@ def prepared_model() -> Path:
     import subprocess
     import sys
 
-    from tests.helpers import ROOT, clean_env
+    from bench.launching import clean_env
+    from tests.helpers import ROOT
 
     env = clean_env()
     subprocess.run([sys.executable, "manage.py", "prepare_model"], cwd=ROOT, env=env, check=True)

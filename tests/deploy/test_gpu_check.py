@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from tests.helpers import ROOT, clean_env
+from bench.launching import clean_env
+from tests.helpers import ROOT
 
 SCRIPT = ROOT / "bench" / "gpu_check.py"
 

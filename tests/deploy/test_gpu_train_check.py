@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from tests.helpers import ROOT, clean_env
+from bench.launching import clean_env
+from tests.helpers import ROOT
 
 SCRIPT = ROOT / "bench" / "gpu_train_check.py"
 # Run the script with django and webapp made unimportable: the GPU box has neither.

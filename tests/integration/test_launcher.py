@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from tests.helpers import Launcher, clean_env, free_port
+from bench.launching import Launcher, clean_env, free_port
 
 
 def _postgres_processes(data_dir: Path) -> list[psutil.Process]:

@@ -6,7 +6,8 @@ import socket
 import subprocess
 import sys
 
-from tests.helpers import ROOT, clean_env, free_port
+from bench.launching import clean_env, free_port
+from tests.helpers import ROOT
 
 
 def _run_launcher(env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -19,7 +19,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.helpers import ROOT, clean_env, free_port
+from bench.launching import clean_env, free_port
+from tests.helpers import ROOT
 from webapp.infra.embedded import EmbeddedPostgres, EmbeddedRedis
 
 

@@ -22,7 +22,7 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient
 
-from tests.helpers import free_port
+from bench.launching import free_port
 from tests.sockets import connected_socket
 from webapp import inference
 from webapp.chat.models import Message

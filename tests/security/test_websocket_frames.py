@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from tests.helpers import ROOT, free_port
+from bench.launching import free_port
+from tests.helpers import ROOT
 from webapp.chat.limits import MAX_MESSAGE_CHARS
 
 

@@ -17,10 +17,18 @@ def test_doctests_hold() -> None:
 
 def test_the_webapp_and_the_replay_share_the_defaults(settings) -> None:
     import bench.replay
+    import bench.replay_options
+    from trainer.claim import ClaimRules
+    from trainer.gate import GateThresholds
 
     assert settings.TRAIN_REFUSAL_LR_FACTOR == trainer.refusals.REFUSAL_LR_FACTOR
     assert settings.TRAIN_MAX_REFUSALS == trainer.refusals.MAX_REFUSALS
     assert bench.replay.MAX_REFUSALS is trainer.refusals.MAX_REFUSALS
+    rules, gate = ClaimRules(), GateThresholds()
+    assert (settings.TRAIN_BATCH_SIZE, bench.replay_options.BATCH_SIZE) == (rules.batch_size,) * 2
+    assert settings.GATE_FRESH_SAMPLES == rules.fresh
+    assert settings.GATE_HOLDOUT_SAMPLES == rules.holdout
+    assert (settings.GATE_MAX_KL, bench.replay_options.GATE_MAX_KL) == (gate.max_kl,) * 2
 
 
 def test_samples_never_refused_train_at_the_configured_rate() -> None:

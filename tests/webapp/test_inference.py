@@ -8,7 +8,7 @@ import json
 import pytest
 from aiohttp import web
 
-from tests.helpers import free_port
+from bench.launching import free_port
 from webapp.inference import ServingError, ServingUnavailable, adapter_load, stream_chat
 
 CHUNKS = [

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests.factories import AnswerFactory, JudgementFactory, SampleFactory
-from tests.webapp.learning.test_training import FakePush, FakeRun
+from tests.webapp.learning.updates import FakePush, FakeRun
 from webapp.learning.models import Sample, TrainingUpdate
 from webapp.learning.selectors import policy_version_live
 from webapp.learning.workflows import claiming

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.webapp.learning.test_training import FakePush, FakeRun, _samples
+from tests.webapp.learning.updates import FakePush, FakeRun, ready_samples
 from webapp.core.outbox import Task
 from webapp.learning.models import Sample, TrainingUpdate
 from webapp.learning.selectors import learning_statuses, sample_counts
@@ -43,7 +43,7 @@ def test_refused_samples_come_back_with_a_smaller_step_then_are_excluded(
     settings.ADAPTERS_DIR, settings.TRAIN_BATCH_SIZE = tmp_path, 2
     settings.TRAIN_MAX_REFUSALS, settings.TRAIN_REFUSAL_LR_FACTOR = 2, 0.5
     settings.TRAIN_LR = 1e-3
-    first, second, third = _samples(3)
+    first, second, third = ready_samples(3)
     assert _adds_up() == {
         "trained": 0,
         "waiting": 3,
@@ -96,7 +96,7 @@ def test_refused_samples_come_back_with_a_smaller_step_then_are_excluded(
 
 def test_a_claim_run_twice_does_not_halve_twice(settings) -> None:
     settings.TRAIN_LR, settings.TRAIN_REFUSAL_LR_FACTOR = 1e-3, 0.5
-    (sample,) = _samples(1)
+    (sample,) = ready_samples(1)
     Sample.objects.filter(pk=sample.pk).update(refusals=2)
     update = claiming.training_update_maybe_queue(force=True)
     claiming.training_update_claim(update_id=update.pk)
@@ -107,9 +107,9 @@ def test_a_claim_run_twice_does_not_halve_twice(settings) -> None:
 def test_the_update_holds_back_recent_judged_samples_it_does_not_train(settings, tmp_path) -> None:
     settings.ADAPTERS_DIR, settings.TRAIN_BATCH_SIZE = tmp_path, 2
     settings.GATE_HOLDOUT_SAMPLES = 8
-    samples = _samples(2)
+    samples = ready_samples(2)
     _train(FakeRun(passed=True))  # both trained into v1
-    newer = _samples(3)
+    newer = ready_samples(3)
     run = FakeRun(passed=True)
     update = _train(run)
     assert update.summary["sample_ids"] == [newer[0].pk, newer[1].pk]
@@ -122,7 +122,7 @@ def test_the_update_holds_back_recent_judged_samples_it_does_not_train(settings,
 
 
 def test_admin_exclusions_and_superseded_samples_carry_a_reason() -> None:
-    first, second = _samples(2)
+    first, second = ready_samples(2)
     sample_exclude(sample=first)
     Sample.objects.filter(pk=second.pk).update(status="superseded", exclusion_reason="newer")
     assert Sample.objects.get(pk=first.pk).exclusion_reason == "excluded by an admin"
