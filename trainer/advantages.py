@@ -9,13 +9,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from trainer.algorithms import ALGORITHMS
 from trainer.batch import Sample
 from trainer.config import UpdateConfig
 from trainer.losses import group_advantages, opd_advantages, running_baseline_advantages
-
-# Which signals each algorithm uses: (reward advantage, teacher − old advantage).
-ALGORITHM_SIGNALS = {name: (a.uses_reward, a.uses_hint) for name, a in ALGORITHMS.items()}
 
 
 def reward_advantages(config: UpdateConfig, samples: list[Sample]) -> tuple[list[float], float]:

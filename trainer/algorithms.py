@@ -1,10 +1,11 @@
 """The training algorithms Parley knows, in one registry.
 
 Everything that depends on which algorithm runs reads it from here: ``UpdateConfig`` validates
-``algorithm`` against it, ``trainer.advantages.ALGORITHM_SIGNALS`` is derived from it, the
-claim (``webapp.learning.workflows.claiming``) takes the sample kinds it names, the bench offers
-its names as choices and the admin shows its step metrics. Adding an algorithm means one entry
-here, its loss in ``trainer/losses.py`` and its use in ``trainer/update.py``.
+``algorithm`` against it, the update (``trainer.update``) takes the signals it uses and runs
+the loss it names (``trainer.policy_gradient``), the claim
+(``webapp.learning.workflows.claiming``) takes the sample kinds it names, the bench offers its
+names as choices and the admin shows its step metrics. Adding an algorithm means one entry
+here and, for a new policy loss, that loss in ``trainer/losses.py`` (``POLICY_LOSSES``).
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ class Algorithm:
     """The hinted teacher's per-token log-probs minus the old policy's are an advantage."""
 
     sample_kinds: tuple[str, ...]
-    """The ``Sample.kind`` values an update claims. Every kind for the three below: a sample
-    lacking the algorithm's signal adds no policy gradient, but its correction (if any) is
-    still trained with the supervised loss."""
+    """The ``Sample.kind`` values an update claims. Every kind for those registered below: a
+    sample lacking the algorithm's signal adds no policy gradient, but its correction (if any)
+    is still trained with the supervised loss."""
 
     loss: str
     """The policy loss in ``trainer.losses``."""

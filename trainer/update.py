@@ -38,7 +38,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from trainer.advantages import ALGORITHM_SIGNALS, reward_advantages
+from trainer.advantages import reward_advantages
+from trainer.algorithms import algorithm_get
 from trainer.anchor import anchor_batch, anchor_kl, anchor_token_ids, next_token_logprobs
 from trainer.batch import Batch, Sample, collate, micro_batches
 from trainer.config import UpdateConfig
@@ -181,7 +182,8 @@ def _plan(
 ) -> _Plan:
     """Refine the hinted samples (OPD only), take the reward advantages, and sort the rows of
     each loss into micro-batches sized by padded tokens."""
-    use_rl, use_opd = ALGORITHM_SIGNALS[config.algorithm]
+    algorithm = algorithm_get(config.algorithm)
+    use_rl, use_opd = algorithm.uses_reward, algorithm.uses_hint
     refine_started = time.perf_counter()
     refined = 0
     if use_opd:  # hints are the OPD signal: an RL-only update ignores them, refined or not
@@ -233,7 +235,8 @@ def _inputs(
 ) -> _Inputs:
     """Without gradients: this rank's micro-batches (every ``world_size``-th), each with its
     teacher and reference log-probs, the correction batches, and the anchor."""
-    use_rl, use_opd = ALGORITHM_SIGNALS[config.algorithm]
+    algorithm = algorithm_get(config.algorithm)
+    use_rl, use_opd = algorithm.uses_reward, algorithm.uses_hint
     dev = next(model.parameters()).device
     model.eval()
     with torch.no_grad():

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from trainer.losses import (
+    POLICY_LOSSES,
     group_advantages,
     kl_k3,
     masked_mean,
@@ -39,23 +40,31 @@ def _grad_of_loss(ratio: float, advantage: float, **kwargs: float) -> float:
     return float(logp.grad)
 
 
-def test_policy_loss_is_zero_when_advantages_are_zero() -> None:
+@pytest.mark.parametrize("name", list(POLICY_LOSSES))
+def test_policy_loss_is_zero_when_advantages_are_zero(name: str) -> None:
     logp = _logp(3, 6).requires_grad_()
     old = _logp(3, 6, seed=1)
-    loss, clip_fraction = ppo_clip_loss(logp, old, torch.zeros(3, 6), _mask(3, 6))
+    loss, clip_fraction = POLICY_LOSSES[name](logp, old, torch.zeros(3, 6), _mask(3, 6))
     loss.backward()
     assert loss.item() == 0.0
     assert clip_fraction.item() == 0.0
     assert logp.grad is not None and torch.all(logp.grad == 0)
 
 
-def test_policy_gradient_at_ratio_one_is_minus_advantage_over_tokens() -> None:
+@pytest.mark.parametrize("name", list(POLICY_LOSSES))
+def test_policy_gradient_at_ratio_one_is_minus_advantage_over_valid_tokens(name: str) -> None:
     logp = _logp(2, 4).requires_grad_()
     advantages = torch.tensor([[1.0] * 4, [-2.0] * 4])
-    loss, _ = ppo_clip_loss(logp, logp.detach(), advantages, torch.ones(2, 4))
-    loss.backward()
-    assert torch.allclose(logp.grad, -advantages / 8)
-    assert loss.item() == pytest.approx(0.5)  # −mean(A) with r = 1
+    mask = _mask(2, 4)
+    POLICY_LOSSES[name](logp, logp.detach(), advantages, mask)[0].backward()
+    assert torch.allclose(logp.grad, -advantages * mask / mask.sum())
+
+
+def test_ppo_clip_loss_at_ratio_one_is_minus_the_mean_advantage() -> None:
+    logp = _logp(2, 4)
+    advantages = torch.tensor([[1.0] * 4, [-2.0] * 4])
+    loss, _ = ppo_clip_loss(logp, logp, advantages, torch.ones(2, 4))
+    assert loss.item() == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize("ratio", [1.29, 1.5, 3.0])

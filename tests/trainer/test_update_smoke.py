@@ -11,6 +11,8 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
+from trainer import losses
+from trainer.algorithms import ALGORITHMS, Algorithm
 from trainer.batch import Sample, chat_prompt_ids, hinted_prompt_ids
 from trainer.config import UpdateConfig
 from trainer.policy import load_policy, token_logprobs
@@ -90,7 +92,7 @@ def _run(
     )
 
 
-@pytest.mark.parametrize("algorithm", ["rl", "opd", "combined"])
+@pytest.mark.parametrize("algorithm", list(ALGORITHMS))
 def test_two_steps_train_the_adapter_and_save_it(
     algorithm: str, tiny_model_dir: Path, tmp_path: Path
 ) -> None:
@@ -100,6 +102,7 @@ def test_two_steps_train_the_adapter_and_save_it(
     assert len(steps) == 2
     for step in steps:
         assert STEP_KEYS <= step.keys()
+        assert set(ALGORITHMS[algorithm].step_columns) <= step.keys()  # the admin's columns
         assert math.isfinite(step["loss"]) and math.isfinite(step["pg_loss"])
         assert step["tokens"] > 0 and step["peak_rss_mb"] > 0
         assert step["logprob_gap_max"] >= step["logprob_gap_mean"] > 0
@@ -154,6 +157,26 @@ def test_rl_only_ignores_hints_and_opd_only_ignores_rewards(
     # OPD refines each hint into an answer of the teacher's, trained like a correction
     hinted = sum(s.hint is not None for s in samples)
     assert opd["sft_samples"] == opd["refined_samples"] == hinted > 0
+
+
+def test_the_loss_the_registry_names_is_the_one_that_runs(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[torch.Size] = []
+
+    def spy_loss(logp_B_T, *args, **kwargs):
+        calls.append(logp_B_T.shape)
+        return losses.ppo_clip_loss(logp_B_T, *args, **kwargs)
+
+    rl = ALGORITHMS["rl"]
+    spy = Algorithm("spy", True, False, rl.sample_kinds, "spy_loss", rl.step_metrics)
+    monkeypatch.setitem(losses.POLICY_LOSSES, "spy_loss", spy_loss)
+    monkeypatch.setitem(ALGORITHMS, "spy", spy)
+    samples = [s for s in _samples(tiny_model_dir) if s.reward is not None]
+    config = UpdateConfig(algorithm="spy", steps_per_batch=1, micro_batch_size=len(samples))
+    results = _run(config, samples, tiny_model_dir, tmp_path / "spy")
+    assert sum(shape[0] for shape in calls) == len(samples)  # one step: each row once
+    assert results[-1]["done"] is True and math.isfinite(results[0]["pg_loss"])
 
 
 def test_micro_batch_size_does_not_change_the_update(tiny_model_dir: Path, tmp_path: Path) -> None:

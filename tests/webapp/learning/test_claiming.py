@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from tests.webapp.learning.updates import FakeRun, ready_samples
-from trainer.algorithms import SAMPLE_KINDS
+from trainer.algorithms import ALGORITHMS, SAMPLE_KINDS
 from trainer.claim import fresh_choice
 from webapp.learning.models import Sample, TrainingUpdate
 from webapp.learning.workflows import claiming
@@ -56,7 +56,7 @@ def test_an_algorithm_without_rewards_never_claims_a_batch_it_cannot_train(setti
     assert claiming.claimable_samples(algorithm="rl").order_by("created_at").first() == thumbs[0]
 
 
-@pytest.mark.parametrize("algorithm", ["rl", "opd", "combined"])
+@pytest.mark.parametrize("algorithm", list(ALGORITHMS))
 def test_the_claim_the_count_and_the_reason_agree_on_every_shape(settings, algorithm) -> None:
     """Each ready sample is either claimable or counted unused with a reason, never both and
     never neither, on the shapes ``services._sample_kind`` stores: a thumb alone (rl), a hint
@@ -82,7 +82,10 @@ def test_the_claim_the_count_and_the_reason_agree_on_every_shape(settings, algor
     every = {thumb.pk, hint_only.pk, hint_thumb.pk, corrected.pk, both.pk, corrected_thumb.pk}
     assert claimable | unused == every and not claimable & unused
     assert sample_counts()["unused_by_algorithm"] == len(unused)
-    assert unused == {"rl": {hint_only.pk}, "opd": {thumb.pk}, "combined": set()}[algorithm]
+    # Left unused: a lone signal the algorithm does not train, a thumb or a hint.
+    chosen = ALGORITHMS[algorithm]
+    lone = {thumb.pk: chosen.uses_reward, hint_only.pk: chosen.uses_hint}
+    assert unused == {pk for pk, trained in lone.items() if not trained}
 
 
 def test_rl_leaves_a_hint_only_sample_and_an_emptied_claim_ends_cleanly(settings) -> None:
