@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from tests.webapp.dashboard.conftest import judged, sampled, turn
 from webapp.api.models import ApiKey
+from webapp.chat.feedback_spec import FIELDS, feedback_state
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
 
@@ -59,25 +60,19 @@ def test_message_content_and_role_cannot_be_changed(admin_client_, chain) -> Non
     assert admin_client_.get(_url(Message, "delete", chain.answer.pk)).status_code == 403
 
 
-def test_feedback_ratings_comments_and_corrections_cannot_be_changed(admin_client_, chain) -> None:
+def test_no_field_of_a_feedback_can_be_changed(admin_client_, chain) -> None:
+    before = feedback_state(chain.feedback)
+    changed = {
+        f.name: next(v for v in f.values if v != before[f.name]) if f.choices else "changed"
+        for f in FIELDS
+    }
     response = admin_client_.post(
         _url(Feedback, "change", chain.feedback.pk),
-        {
-            "message": chain.answer.pk,
-            "author": chain.feedback.author_id,
-            "rating": -1,
-            "comment": "changed",
-            "correction": "a new correction",
-            "tags": "[]",
-        },
+        {"message": chain.answer.pk, "author": chain.feedback.author_id, "tags": "[]", **changed},
     )
     assert response.status_code == 403
     chain.feedback.refresh_from_db()
-    assert (chain.feedback.rating, chain.feedback.comment, chain.feedback.correction) == (
-        1,
-        "Nice and short",
-        "",
-    )
+    assert feedback_state(chain.feedback) == before
     assert admin_client_.get(_url(Feedback, "delete", chain.feedback.pk)).status_code == 403
 
 

@@ -10,6 +10,7 @@ import pytest
 from django.urls import reverse
 
 from tests.webapp.dashboard.conftest import judged, sampled, turn
+from webapp.chat.feedback_spec import feedback_state
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
 
@@ -47,14 +48,12 @@ def test_the_export_holds_only_my_conversations_feedback_and_what_was_made_of_th
     assert feedback == [
         {
             "author": "alice",
-            "rating": 1,
-            "tags": ["correct"],
-            "comment": "Nice and short",
-            "correction": "",
+            **feedback_state(chain.feedback),  # every field of the feedback spec, and the tags
             "history": [],
             "updated_at": chain.feedback.updated_at.isoformat(),
         }
     ]
+    assert (feedback[0]["rating"], feedback[0]["comment"]) == (1, "Nice and short")
     others = [r for r in lines if r["type"] in ("judgement", "sample")]
     assert {r["type"] for r in others} == {"judgement", "sample"}
     assert all(r["message_id"] in mine for r in others)
