@@ -39,13 +39,13 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from bench.answering import evaluate_splits, generate, load_serving_model
-from bench.preferences import Preference, load_preferences, load_prompts
+from bench.preferences import Preference, load_preferences, load_prompts, prompts_for
+from bench.replay_claim import candidate, held_back, unused_by
 from bench.replay_figures import (
     candidate_figures,
     figures_of,
@@ -65,7 +65,8 @@ from bench.replay_options import (
 )
 from bench.simulated_user import FEEDBACK_KINDS, judged_sample, react
 from bench.witness import witness_perplexity
-from trainer.claim import Candidate, ClaimRules, claim, holdout_choice, is_signed
+from trainer.algorithms import ALGORITHMS
+from trainer.claim import ClaimRules, claim
 from trainer.gate import GateThresholds
 from trainer.refusals import MAX_REFUSALS, REFUSAL_LR_FACTOR, backed_off_lr, is_excluded
 
@@ -79,40 +80,6 @@ def gate(probe: dict[str, float], base_probe: dict[str, float], options: ReplayO
         max_repeating_extra=options.max_repeating_extra,
     )
     return thresholds.decide(probe, base_probe)
-
-
-def candidate(sample: Any) -> Candidate:
-    """A trainer ``Sample`` as the claim rules see it (keyed by identity: samples are kept in
-    memory, never stored)."""
-    signed = is_signed(reward=sample.reward, correction=sample.correction_token_ids)
-    return Candidate(key=id(sample), signed=signed, signal=signed or bool(sample.hint))
-
-
-def held_back(on_record: list[Any], limit: int, *, live_batch: Sequence[Any] = ()) -> list[Any]:
-    """``trainer.claim.holdout_choice`` over the samples on record: here the batch is every
-    sample still waiting, so those are the most recent the earlier versions trained on (or that
-    wait for an algorithm that uses them: ``opd`` leaves a 👍 alone ready), newest first.
-
-    >>> from trainer.batch import Sample
-    >>> signed = [Sample([1], [n], [-1.0], reward=1.0) for n in range(3)]
-    >>> [s.response_token_ids for s in held_back([*signed, Sample([1], [9], [-1.0])], 2)]
-    [[2], [1]]
-    """
-    by_key = {id(s): s for s in on_record}
-    exclude = {id(s) for s in live_batch}
-    keys = holdout_choice([candidate(s) for s in on_record], exclude=exclude, limit=limit)
-    return [by_key[key] for key in keys]
-
-
-def unused_by(algorithm: Any, sample: Any) -> bool:
-    """Whether the webapp's claim leaves this sample ready under the algorithm: its kind as
-    ``webapp.learning.services`` stores it (a hint or correction without a reward is "opd"),
-    asked of ``Algorithm.unused_reason``."""
-    has_hint, has_correction = bool(sample.hint), bool(sample.correction_token_ids)
-    kind = "opd" if not sample.reward and (has_hint or has_correction) else "rl"
-    return bool(
-        algorithm.unused_reason(kind=kind, has_hint=has_hint, has_correction=has_correction)
-    )
 
 
 def run_replay(
@@ -137,7 +104,10 @@ def run_replay(
     preferences = [options.preference]
     if options.second_preference is not None:
         preferences.append(options.second_preference)
-    splits = {name: prompts[name][: options.eval_limit or None] for name in options.eval_splits}
+    # A content preference brings its own prompts, where it matters (bench.preferences)
+    prompts = prompts_for(options.preference, prompts)
+    wanted_splits = [name for name in options.eval_splits if name in prompts] or ["held_out"]
+    splits = {name: prompts[name][: options.eval_limit or None] for name in wanted_splits}
     order = list(prompts["train"])
     random.Random(options.seed).shuffle(order)
     tokenizer = AutoTokenizer.from_pretrained(str(options.model_dir))
@@ -171,7 +141,7 @@ def run_replay(
     algorithm = algorithm_get(options.algorithm)
     claim_rules = ClaimRules(batch_size=options.batch_size, fresh=options.fresh)
     idle = 0  # such samples: ready, never claimed
-    judge = {"votes": 0, "parsed": 0, "right": 0, "samples": 0, "hints": 0}
+    judge = {"votes": 0, "parsed": 0, "right": 0, "samples": 0, "hints": 0, "neutral": 0}
     turns = met = 0
     label = f"{options.preference.name} {options.feedback} {options.algorithm} s{options.seed}"
     bar = tqdm(total=options.versions, desc=label, unit="version", disable=not progress)
@@ -192,16 +162,24 @@ def run_replay(
                 seed=options.seed * 100_003 + number,
             )
             samples = []
-            for answer in answers:
+            for index, answer in enumerate(answers):
                 reaction = react(
-                    wanted, answer.text, options.feedback, token_ids=answer.response_token_ids
+                    wanted,
+                    answer.text,
+                    options.feedback,
+                    token_ids=answer.response_token_ids,
+                    language=options.language,
+                    seed=options.seed,
+                    turn=turns + index,
                 )
                 met += reaction.truth > 0
-                sample, verdict = judged_sample(answer, reaction, tokenizer)
+                judge["neutral"] += reaction.neutral
+                sample, verdict = judged_sample(answer, reaction, tokenizer, judge=options.judge)
+                truth = 0 if reaction.neutral else reaction.truth  # a new question says nothing
                 for vote in verdict.votes:
                     judge["votes"] += 1
                     judge["parsed"] += vote["score"] is not None
-                    judge["right"] += vote["score"] == reaction.truth
+                    judge["right"] += vote["score"] == truth
                 if sample is not None:
                     samples.append(sample)
                     judge["hints"] += sample.hint is not None
@@ -328,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     add_common_arguments(parser)
     parser.add_argument("--name", default="starts-with-sure", help="the preference")
     parser.add_argument("--feedback", choices=FEEDBACK_KINDS, default="corrections")
-    parser.add_argument("--algorithm", default="combined", help="rl, opd or combined")
+    parser.add_argument("--algorithm", choices=list(ALGORITHMS), default="combined")
     parser.add_argument(
         "--then", default="", help="long run: a second preference the user switches to"
     )

@@ -19,6 +19,7 @@ from bench.replay_options import (
     GATE_HOLDOUT_SAMPLES,
     GATE_MAX_DEGENERATE_EXTRA,
     GATE_MAX_PPL_RATIO,
+    JUDGE,
     PROBE_TOKENS,
     ReplayOptions,
 )
@@ -73,6 +74,8 @@ def figures_of(
         "turns": turns,
         "answers_meeting_preference": met,
         "judge": judge,
+        "judge_kind": options.judge,
+        "language": options.language,
         "versions": versions,
         "summary": summarise(versions, options.preference.name),
         "seconds": time.perf_counter() - started,
@@ -168,7 +171,7 @@ _STEM_TAGS = {"max_degenerate_extra": "degenerate", "probe_tokens": "probe"}
 _STEM_TAGS |= {"max_repeating_extra": "repeating"}
 _STEM_TAGS |= {"gate_max_ppl_ratio": "gateppl"}
 _STEM_TAGS |= {"gen_tokens": "gen", "eval_tokens": "eval", "holdout": "holdout"}
-_STEM_TAGS |= {"fresh": "fresh"}
+_STEM_TAGS |= {"fresh": "fresh", "judge_kind": "judge-", "language": "lang-"}
 
 
 def replay_settings(figures: dict[str, Any]) -> dict[str, Any]:
@@ -184,6 +187,8 @@ def replay_settings(figures: dict[str, Any]) -> dict[str, Any]:
         "eval_tokens": ANSWER_TOKENS,
         "holdout": GATE_HOLDOUT_SAMPLES,
         "fresh": GATE_FRESH_SAMPLES,
+        "judge_kind": JUDGE,
+        "language": "en",
     }
     used = {key: figures.get(key, default) for key, default in defaults.items()}
     gate = figures.get("gate") or {}

@@ -16,8 +16,10 @@ from typing import Any
 
 from bench.common import ROOT
 from bench.preferences import Preference
+from bench.simulated_user import LANGUAGES
 from trainer.claim import ClaimRules
 from trainer.gate import GateThresholds
+from trainer.judge import JUDGE_KINDS
 
 # The webapp's defaults (its PARLEY_TRAIN_* / PARLEY_GATE_* settings start from the same
 # dataclasses); the replay reads no Django settings.
@@ -32,6 +34,8 @@ GATE_FRESH_SAMPLES = ClaimRules.fresh
 """The newest judged samples with a sign that each update leaves for the next one, so the gate
 scores the candidate on feedback no version has trained on. Runs recorded without it left none."""
 BATCH_SIZE = ClaimRules.batch_size
+JUDGE = "cues"
+"""The webapp's default judge (PARLEY_JUDGE)."""
 ANSWER_TOKENS = 48
 """Most tokens of a simulated answer and of a scored held-out answer, unless set."""
 PROBE_TOKENS = 24  # the webapp's probe answers (train_and_probe's max_new_tokens)
@@ -73,6 +77,8 @@ class ReplayOptions:
     holdout: int = GATE_HOLDOUT_SAMPLES  # 0: the gate sees no held-back feedback
     fresh: int = GATE_FRESH_SAMPLES  # 0: every waiting sample is trained at once
     device: str = "cpu"  # "cuda": the same fp32 arithmetic on a GPU (labelled in the figures)
+    judge: str = JUDGE  # the webapp's PARLEY_JUDGE: "cues", or "hindsight" (trainer.hindsight)
+    language: str = "en"  # what a "followups" user writes in: en, de or zh
 
 
 def update_config(options: ReplayOptions) -> Any:
@@ -169,6 +175,12 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--device", default="cpu", help="cpu, or cuda: the same fp32 arithmetic on a GPU"
     )
+    parser.add_argument(
+        "--judge", choices=JUDGE_KINDS, default=JUDGE, help="the next-state judge (PARLEY_JUDGE)"
+    )
+    parser.add_argument(
+        "--language", choices=LANGUAGES, default="en", help="what a followups user writes in"
+    )
 
 
 def base_options(args: argparse.Namespace, preferences: dict[str, Preference]) -> dict[str, Any]:
@@ -184,4 +196,6 @@ def base_options(args: argparse.Namespace, preferences: dict[str, Preference]) -
         "device": args.device,
         "holdout": args.holdout,
         "fresh": args.fresh,
+        "judge": args.judge,
+        "language": args.language,
     }

@@ -196,13 +196,16 @@ def _no_llm(messages: list[dict[str, str]], n: int, choices: Any = None) -> list
     raise RuntimeError("the cue judge asks no language model")
 
 
-def judged_sample(answer: Answer, reaction: UserReaction, tokenizer: Any) -> tuple[Any, Any]:
+def judged_sample(
+    answer: Answer, reaction: UserReaction, tokenizer: Any, *, judge: str = "cues"
+) -> tuple[Any, Any]:
     """(the trainer's Sample or None when the turn has no signal, the judge's Verdict).
 
-    Mirrors the webapp: ``message_evidence`` (the user's hint from their comment),
-    ``judge_verdict`` (the default cue judge), ``_sample_kind`` and ``trainer_run._sample``.
+    As the webapp does it: ``message_evidence`` (the user's hint from their comment),
+    ``judge_verdict`` (``judge``: the webapp's default, the cue judge, unless set),
+    ``_sample_kind`` and ``trainer.batch.trainer_sample``.
     """
-    from trainer.batch import Sample, hinted_prompt_ids
+    from trainer.batch import trainer_sample
     from trainer.judge import feedback_hint, is_useful_hint, judge_verdict
 
     user_hint = None
@@ -210,7 +213,7 @@ def judged_sample(answer: Answer, reaction: UserReaction, tokenizer: Any) -> tup
         user_hint = feedback_hint(comment=reaction.comment, correction=reaction.correction, tags=())
         user_hint = user_hint if is_useful_hint(user_hint) else None
     verdict = judge_verdict(
-        kind="cues",
+        kind=judge,
         request=answer.prompt,
         answer=answer.text,
         next_state=reaction.next_state,
@@ -221,21 +224,14 @@ def judged_sample(answer: Answer, reaction: UserReaction, tokenizer: Any) -> tup
     )
     if not (verdict.score or verdict.hint or reaction.correction):
         return None, verdict
-    correction_ids = None
-    if reaction.correction:
-        correction_ids = tokenizer.encode(reaction.correction, add_special_tokens=False)
-        if tokenizer.eos_token_id is not None:
-            correction_ids.append(tokenizer.eos_token_id)
-    messages = [{"role": "user", "content": answer.prompt}]
-    sample = Sample(
+    sample = trainer_sample(
+        tokenizer,
+        prompt_messages=[{"role": "user", "content": answer.prompt}],
         prompt_token_ids=answer.prompt_token_ids,
         response_token_ids=answer.response_token_ids,
-        sampler_logprobs=answer.logprobs,
+        response_logprobs=answer.logprobs,
         reward=float(verdict.score),
         hint=verdict.hint,
-        teacher_prompt_token_ids=(
-            hinted_prompt_ids(tokenizer, messages, verdict.hint) if verdict.hint else None
-        ),
-        correction_token_ids=correction_ids,
+        correction=reaction.correction,
     )
     return sample, verdict

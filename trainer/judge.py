@@ -5,6 +5,8 @@ or a tool said next) and votes +1, -1 or 0 as a text ending in ``\\boxed{...}``.
 
 - ``cues`` (the default) reads the next state for corrections, complaints, thanks and tool
   errors (trainer/judge_cues.py): no model, one vote, always parseable.
+- ``hindsight`` scores like ``cues`` and takes the user's follow-up itself, framed, as the hint
+  (``trainer.hindsight``), whatever the score: no keyword list decides what is learnt.
 - ``llm`` asks an OpenAI-compatible model for m votes; on vLLM the reply is constrained to
   the three boxes (structured outputs), so every vote parses there too.
 
@@ -36,13 +38,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainer.hindsight import HINDSIGHT_VERSION, followup_text, hindsight_hint
 from trainer.judge_cues import cue_hint, cue_vote, score_from_cues, split_next_state, text_cues
 
 PROMPT_VERSION = "prm-v2"  # the LLM judge's prompts
 # The cue judge's rules (v2: hints without the complaint around them; v3: German, Chinese,
 # French and Spanish cues, requests to change the answer's form or content count as -1).
 CUES_VERSION = "cues-v3"
-JUDGE_KINDS = ("cues", "llm")
+JUDGE_KINDS = ("cues", "hindsight", "llm")
 MIN_HINT_CHARS = 10
 TRIVIAL_HINTS = {
     "ok",
@@ -246,16 +249,21 @@ def judge_verdict(
     state) and, when it scored -1 and the user gave no hint, look for a hindsight hint."""
     if kind not in JUDGE_KINDS:
         raise ValueError(f"unknown judge {kind!r}; one of {', '.join(JUDGE_KINDS)}")
-    version = CUES_VERSION if kind == "cues" else PROMPT_VERSION
+    version = {"cues": CUES_VERSION, "hindsight": HINDSIGHT_VERSION}.get(kind, PROMPT_VERSION)
     score, votes = rating, []
     if rating == 0 and next_state:
-        if kind == "cues":
+        if kind in ("cues", "hindsight"):
             texts = [cue_vote(next_state, request=request)[1]]
         else:
             messages = build_prm_messages(request=request, answer=answer, next_state=next_state)
             texts = complete(messages, m, VOTE_CHOICES)
         votes = [{"score": parse_vote(text), "text": text} for text in texts]
         score = majority(vote["score"] for vote in votes)
+    if kind == "hindsight" and user_hint is None and next_state:
+        # Whatever the sign: the follow-up itself is the teacher's context (trainer.hindsight).
+        said = followup_text(next_state)
+        hint = hindsight_hint(next_state) if is_useful_hint(said) else None
+        return Verdict(score=score, version=version, votes=votes, hint=hint)
     if user_hint is not None or score >= 0 or not next_state:
         return Verdict(score=score, version=version, votes=votes, hint=user_hint)
     if kind == "cues":

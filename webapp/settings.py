@@ -14,6 +14,7 @@ from trainer import refusals  # pure: the defaults the offline replay shares
 from trainer.claim import ClaimRules  # pure: the claim rules' defaults, shared with the replay
 from trainer.config import UpdateConfig  # pure: the trainer's own defaults
 from trainer.gate import GateThresholds  # pure: the gate's defaults, shared with the replay
+from trainer.judge import JUDGE_KINDS  # pure: the judges there are
 from webapp.config import (
     ConfigError,
     EmbeddedInfraMissing,
@@ -222,12 +223,13 @@ VLLM_EXTRA_ARGS = env_str("VLLM_EXTRA_ARGS", "")
 VLLM_TOOL_CALL_PARSER = env_str("VLLM_TOOL_CALL_PARSER", "hermes")
 ADAPTERS_DIR = Path(env_str("PARLEY_ADAPTERS_DIR", str(VAR_DIR / "adapters"))).resolve()
 # The PRM judge of next states: "cues" (the default: reads the user's next message and tool
-# results for corrections, complaints, thanks and errors; no model) or "llm" (m votes of the
-# model at JUDGE_BASE_URL, by default the frozen base model in the same vLLM server; constrained
-# to the three boxes with vLLM's structured outputs unless PARLEY_JUDGE_CONSTRAINED=0).
+# results for corrections, complaints, thanks and errors; no model), "hindsight" (scores as
+# "cues" and takes the user's follow-up itself as the teacher's hint: trainer.hindsight) or
+# "llm" (m votes of the model at JUDGE_BASE_URL, by default the frozen base model in the same
+# vLLM server; constrained to the three boxes unless PARLEY_JUDGE_CONSTRAINED=0).
 JUDGE_KIND = env_str("PARLEY_JUDGE", "cues")
-if JUDGE_KIND not in ("cues", "llm"):
-    raise ConfigError(f"PARLEY_JUDGE={JUDGE_KIND!r}: use 'cues' (the default) or 'llm'")
+if JUDGE_KIND not in JUDGE_KINDS:
+    raise ConfigError(f"PARLEY_JUDGE={JUDGE_KIND!r}: use one of {', '.join(JUDGE_KINDS)}")
 JUDGE_CONSTRAINED = env_bool("PARLEY_JUDGE_CONSTRAINED", True)
 JUDGE_BASE_URL = env_str("JUDGE_BASE_URL", "") or VLLM_BASE_URLS[0]
 # vLLM request priority of judge generations (lower = earlier; chat asks with 0). On Parley's

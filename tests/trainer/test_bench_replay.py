@@ -13,6 +13,7 @@ import torch
 
 import bench.common
 import bench.replay
+import bench.replay_claim
 import bench.replay_figures
 import bench.replay_options
 import bench.sweep
@@ -157,7 +158,8 @@ def test_the_replay_leaves_ready_what_the_webapps_claim_leaves(
         ),
     }
     chosen = algorithm_get(algorithm)
-    assert {name for name, s in shapes.items() if bench.replay.unused_by(chosen, s)} == left_ready
+    unused = bench.replay_claim.unused_by
+    assert {name for name, s in shapes.items() if unused(chosen, s)} == left_ready
 
 
 def test_the_witness_texts_are_in_neither_the_probe_nor_the_anchor() -> None:
@@ -178,12 +180,12 @@ def test_the_replay_holds_back_recent_signed_samples_as_the_webapp_does() -> Non
         return Sample([1], [n], [-1.0], reward=reward, correction_token_ids=correction)
 
     trained = [sample(0, 1.0), sample(1, -1.0), sample(2, 0.0), sample(3, 0.0, [7])]
-    held = bench.replay.held_back(trained, 8)
+    held = bench.replay_claim.held_back(trained, 8)
     assert [s.response_token_ids for s in held] == [[3], [1], [0]]  # newest first, signed only
-    assert [s.response_token_ids for s in bench.replay.held_back(trained, 1)] == [[3]]
-    assert bench.replay.held_back(trained, 0) == []
+    assert [s.response_token_ids for s in bench.replay_claim.held_back(trained, 1)] == [[3]]
+    assert bench.replay_claim.held_back(trained, 0) == []
     # never the batch that trained the live version: it has just fitted those
-    held = bench.replay.held_back(trained, 8, live_batch=trained[2:])
+    held = bench.replay_claim.held_back(trained, 8, live_batch=trained[2:])
     assert [s.response_token_ids for s in held] == [[1], [0]]
 
 

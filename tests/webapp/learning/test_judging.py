@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from tests.factories import AnswerFactory
+from trainer.hindsight import HINDSIGHT_VERSION
 from trainer.judge import CUES_VERSION
 from webapp.chat import services
 from webapp.chat.models import Message
@@ -325,3 +326,37 @@ def test_unparseable_votes_and_a_nonsense_hint_make_no_opd_sample(judge, user) -
     assert judgement.hint == "" and len(judgement.hint_votes) == 3
     sample = Sample.objects.get(message=answer)
     assert (sample.kind, sample.hint) == ("rl", "")
+
+
+@pytest.mark.parametrize(
+    ("follow_up", "kind", "reward"),
+    [
+        ("Nein, bitte in Kilometern, nicht in Meilen.", "combined", -1.0),
+        ("请用公制单位，不要英里。", "combined", -1.0),
+        ("Und wie weit ist es von Berlin nach Hamburg?", "opd", 0.0),  # a new question: no sign
+    ],
+)
+def test_a_follow_up_in_any_language_becomes_a_hindsight_sample(
+    judge, user, settings, follow_up, kind, reward
+) -> None:
+    """With PARLEY_JUDGE=hindsight the user's next message itself is the teacher's context:
+    no keyword decides it, so a German or Chinese follow-up trains as an English one."""
+    settings.JUDGE_KIND = "hindsight"
+    answer = _turn(user, question="How far is Paris from Lyon?", answer="About 290 miles.")
+    _follow_up(answer, follow_up)
+    judge_message(answer.pk, judge=judge)
+    judgement = Judgement.objects.get(message=answer)
+    assert (judgement.judge_model, judgement.prompt_version) == ("hindsight", HINDSIGHT_VERSION)
+    assert follow_up in judgement.hint
+    sample = Sample.objects.get(message=answer)
+    assert (sample.kind, sample.reward, sample.hint) == (kind, reward, judgement.hint)
+    assert sample.response_token_ids == [7, 8]  # the tokens served, as every sample
+
+
+def test_thanks_is_a_reward_and_no_hindsight_hint(judge, user, settings) -> None:
+    settings.JUDGE_KIND = "hindsight"
+    answer = _turn(user, question="How far is Paris from Lyon?", answer="About 465 km.")
+    _follow_up(answer, "Danke, genau das wollte ich!")
+    judge_message(answer.pk, judge=judge)
+    sample = Sample.objects.get(message=answer)
+    assert (sample.kind, sample.reward, sample.hint) == ("rl", 1.0, "")

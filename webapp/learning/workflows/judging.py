@@ -120,7 +120,7 @@ def judge_message(
         score=verdict.score,
         hint=verdict.hint,
         hint_votes=verdict.hint_votes,
-        judge_model=judge.model if settings.JUDGE_KIND == "llm" else "cues",
+        judge_model=judge.model if settings.JUDGE_KIND == "llm" else settings.JUDGE_KIND,
         prompt_version=verdict.version,
         seconds=time.monotonic() - started,
         keep_without_signal=conversation_end,
