@@ -58,6 +58,27 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()] if value else default
 
 
+def context_window(model_dir: Path, limit: int) -> int:
+    """The context served: ``limit`` (VLLM_MAX_MODEL_LEN), or the model's own window where that
+    is smaller (vLLM refuses to start above it). A model folder not prepared yet, or one whose
+    config names no window, leaves ``limit``.
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "config.json").write_text('{"max_position_embeddings": 8192}')
+    >>> context_window(folder, 32768), context_window(folder, 4096)
+    (8192, 4096)
+    >>> context_window(folder / "missing", 8192)
+    8192
+    """
+    try:
+        config = json.loads((model_dir / "config.json").read_text())
+    except (OSError, ValueError):
+        return limit
+    own = config.get("max_position_embeddings") if isinstance(config, dict) else None
+    return min(limit, own) if isinstance(own, int) and own > 0 else limit
+
+
 def env_networks(name: str) -> list[str]:
     """A comma-separated list of addresses or networks ("10.0.0.5, 172.16.0.0/12")."""
     import ipaddress

@@ -18,6 +18,7 @@ from trainer.judge import JUDGE_KINDS  # pure: the judges there are
 from webapp.config import (
     ConfigError,
     EmbeddedInfraMissing,
+    context_window,
     database_from_url,
     env_bool,
     env_float,
@@ -206,7 +207,9 @@ VLLM_API_KEY = env_str("VLLM_API_KEY", "") or (
 )
 # "auto": bfloat16 on a GPU, float32 on the CPU, the same rule as the trainer's base weights.
 VLLM_DTYPE = env_str("VLLM_DTYPE", "auto")
-VLLM_MAX_MODEL_LEN = env_int("VLLM_MAX_MODEL_LEN", 2048)
+# The context window served (prompt + answer), capped at the model's own (SmolLM2-135M: 8192).
+# Agents need room: OpenClaw refuses a window under 4000 tokens (docs/openclaw.md).
+VLLM_MAX_MODEL_LEN = context_window(BASE_MODEL_DIR, env_int("VLLM_MAX_MODEL_LEN", 8192))
 VLLM_MAX_LORA_RANK = env_int("VLLM_MAX_LORA_RANK", 16)
 # Adapters vLLM runs in one batch (GPU slots, --max-loras) and keeps in CPU memory
 # (--max-cpu-loras); past those it evicts the least recently used and reloads on demand.

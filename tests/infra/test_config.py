@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from webapp.config import ConfigError, database_from_url, redacted, secret_key
+from webapp.config import ConfigError, context_window, database_from_url, redacted, secret_key
 
 
 def test_database_url_with_host_port_and_password() -> None:
@@ -26,6 +26,20 @@ def test_database_url_with_percent_encoded_socket_folder() -> None:
     db = database_from_url("postgres://postgres@%2Fwork%2Fvar%2Fpostgres/parley")
     assert db["HOST"] == "/work/var/postgres"
     assert db["NAME"] == "parley"
+
+
+def test_the_context_window_is_the_setting_capped_at_the_models_own(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text('{"max_position_embeddings": 8192}')
+    assert context_window(tmp_path, 32768) == 8192  # vLLM would refuse to start above it
+    assert context_window(tmp_path, 4096) == 4096
+    assert context_window(tmp_path / "not-prepared", 8192) == 8192
+    (tmp_path / "config.json").write_text("not json")
+    assert context_window(tmp_path, 8192) == 8192
+
+
+def test_the_default_model_is_served_with_its_whole_context(prepared_model: Path) -> None:
+    """SmolLM2-135M reads 8,192 tokens; OpenClaw refuses a window under 4,000."""
+    assert context_window(prepared_model, 8192) == 8192
 
 
 def test_database_url_must_be_postgres() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
@@ -19,7 +20,12 @@ from django.conf import settings
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 
 from webapp.api.admission import Admission, Lookup
-from webapp.api.errors import ApiError, serving_unavailable, storage_unavailable
+from webapp.api.errors import (
+    ApiError,
+    context_overflow,
+    serving_unavailable,
+    storage_unavailable,
+)
 from webapp.api.formatting import (
     carries_output,
     client_chunk,
@@ -43,9 +49,26 @@ log = logging.getLogger(__name__)
 Recording = asyncio.Future[tuple[RecordedTurn, list[Message]]]
 
 
+# vLLM's two wordings of a prompt longer than the context: its renderer's and its request
+# checks'. The first number after them is the prompt's length in tokens, where it says one.
+_VLLM_OVERFLOW = re.compile(
+    r"maximum context length is \d+ tokens\. However, your prompt contains (?:at least )?"
+    r"(?P<tokens>\d+) input tokens|Input length \((?P<length>\d+)\) exceeds model's maximum"
+    r"|maximum context length is \d+ tokens"
+)
+
+
 def _refusal(exc: ServingUnavailable | ServingError) -> ApiError:
     if isinstance(exc, ServingUnavailable):
         return serving_unavailable(str(exc))
+    overflow = _VLLM_OVERFLOW.search(exc.message) if exc.status < 500 else None
+    if overflow is not None:
+        tokens = overflow.group("tokens") or overflow.group("length")
+        return context_overflow(
+            window=settings.VLLM_MAX_MODEL_LEN,
+            prompt_tokens=int(tokens) if tokens else None,
+            asked=None,
+        )
     return ApiError(
         400 if exc.status < 500 else 502,
         exc.message,
@@ -123,6 +146,25 @@ class Completion:
         except (ServingUnavailable, ServingError) as exc:
             await self._settle(CompletionAccumulator(), "failed", str(exc))
             raise _refusal(exc) from exc
+        await self._refuse_unless_it_fits()
+
+    async def _refuse_unless_it_fits(self) -> None:
+        """Refuse an answer that would be cut short by the context window.
+
+        vLLM silently lowers ``max_tokens`` to what is left of the context after the prompt:
+        the answer would stop early with ``finish_reason: length`` as if that had been asked.
+        The first chunk carries the prompt's token ids, so the check costs no round trip; the
+        refusal is OpenAI's, which agents answer by compacting their history.
+        """
+        asked = self.chat.params.get("max_tokens")
+        prompt_ids = (self._first or {}).get("prompt_token_ids")
+        window = settings.VLLM_MAX_MODEL_LEN
+        if not asked or not prompt_ids or len(prompt_ids) + asked <= window:
+            return
+        await self._stream.aclose()  # closing the stream makes vLLM abort the answer
+        refusal = context_overflow(window=window, prompt_tokens=len(prompt_ids), asked=asked)
+        await self._settle(CompletionAccumulator(), "failed", refusal.message)
+        raise refusal
 
     def _record(self) -> Recording:
         """Start recording the turn (once). A streamed answer starts it once its first token

@@ -82,3 +82,24 @@ def error_response(
     for name, value in (headers or {}).items():
         response[name] = value
     return response
+
+
+def context_overflow(*, window: int, prompt_tokens: int | None, asked: int | None) -> ApiError:
+    """400 ``context_length_exceeded``, in OpenAI's words: agents (OpenClaw among them) read
+    this code and message as "compact the history and try again"."""
+    if prompt_tokens is None:
+        detail = "your messages are longer than that"
+    elif asked is None:
+        detail = f"your messages contain {prompt_tokens} tokens"
+    else:
+        detail = (
+            f"you requested {prompt_tokens + asked} tokens ({prompt_tokens} in the messages, "
+            f"{asked} in the completion)"
+        )
+    return ApiError(
+        400,
+        f"This model's maximum context length is {window} tokens. However, {detail}. "
+        "Please reduce the length of the messages or completion.",
+        param="messages",
+        code="context_length_exceeded",
+    )

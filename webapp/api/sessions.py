@@ -175,7 +175,7 @@ def api_completion_record(*, turn: CompletionTurn) -> tuple[RecordedTurn, list[M
         messages=turn.chat.messages,
         turn_type=turn.turn_type,
         session_id=turn.session_id,
-        user_field=str(turn.chat.params.get("user") or ""),
+        user_field=turn.chat.user,
     )
     answers: list[Message] = []
     for index in range(turn.chat.n):

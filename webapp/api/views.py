@@ -87,6 +87,13 @@ def _require(request: HttpRequest, method: str) -> None:
 def _model_entries(*, owner_id: int) -> list[dict[str, Any]]:
     live = policy_version_for(user=owner_id)  # what "parley" is for this key's owner
     created = int(live.created_at.timestamp())
+    # The window in vLLM's field name, and the two numbers an agent's provider config asks
+    # for (OpenClaw's contextWindow and maxTokens).
+    limits = {
+        "max_model_len": settings.VLLM_MAX_MODEL_LEN,
+        "context_window": settings.VLLM_MAX_MODEL_LEN,
+        "max_output_tokens": min(settings.API_MAX_TOKENS, settings.VLLM_MAX_MODEL_LEN),
+    }
     return [
         {
             "id": settings.PARLEY_MODEL_ID,
@@ -94,6 +101,7 @@ def _model_entries(*, owner_id: int) -> list[dict[str, Any]]:
             "created": created,
             "owned_by": "parley",
             "parley_version": live.label,
+            **limits,
         },
         {
             "id": settings.BASE_MODEL_DIR.name,
@@ -101,6 +109,7 @@ def _model_entries(*, owner_id: int) -> list[dict[str, Any]]:
             "created": created,
             "owned_by": "parley",
             "parley_version": "v0",
+            **limits,
         },
     ]
 

@@ -32,7 +32,7 @@ class VllmOptions:
     dtype: str
     host: str = "127.0.0.1"
     served_name: str = BASE_SERVED_NAME
-    max_model_len: int = 2048
+    max_model_len: int = 8192
     max_lora_rank: int = 16
     max_loras: int = 4
     max_cpu_loras: int = 32
