@@ -74,3 +74,33 @@ def _answers(url: str) -> bool:
         return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
     except redis.RedisError:
         return False
+
+
+def test_a_command_run_beside_a_running_parley_leaves_its_services_up(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """`launcher exec` (make test, a benchmark) beside `make run` on the same var/ borrows the
+    running PostgreSQL and Redis; a second embedded Redis on the same files would be the
+    running one, and stopping it took the running system's broker away."""
+    import sys
+
+    from webapp.infra.launcher import exec_with_infra, infrastructure, running_infrastructure
+
+    for name in ("DATABASE_URL", "REDIS_URL"):
+        monkeypatch.delenv(name, raising=False)
+    var = tmp_path / "var"
+    monkeypatch.setenv("PARLEY_VAR_DIR", str(var))
+    assert running_infrastructure(var) is None  # nothing running: exec starts its own
+    with infrastructure(var) as running:
+        borrowed = running_infrastructure(var)
+        assert borrowed is not None
+        assert (borrowed["DATABASE_URL"], borrowed["REDIS_URL"]) == (
+            running["DATABASE_URL"],
+            running["REDIS_URL"],
+        )
+        code = "import os, redis; redis.Redis.from_url(os.environ['REDIS_URL']).set('k', 'v')"
+        assert exec_with_infra([sys.executable, "-c", code]) == 0
+        # Still up, with what the command wrote.
+        assert redis.Redis.from_url(running["REDIS_URL"]).get("k") == b"v"
+        with _connect(running["DATABASE_URL"]) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)

@@ -31,6 +31,7 @@ from webapp.config import (
     env_int,
     env_list,
     env_str,
+    infra_urls,
     private_dir,
     redacted,
     vllm_api_key,
@@ -250,16 +251,48 @@ def _warm_up(base_url: str, *, api_key: str) -> None:
     say(f"serve warmed up (first answer) in {time.monotonic() - started:.1f} s")
 
 
+def running_infrastructure(var: Path) -> dict[str, str] | None:
+    """The environment of a `make run` already up on ``var``, or None when none answers.
+
+    A second embedded Redis on the same files would be the running one, and stopping it at
+    the end would take the running system's broker away (its sockets are shared): a command
+    run beside `make run` borrows its services and leaves them as they were.
+    """
+    if os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL"):
+        return None  # nothing embedded to start or stop
+    if not (var / INFRA_FILE).exists():
+        return None
+    try:
+        database_url, redis_url = infra_urls(var_dir=var)
+        checks.database_reachable(database_url)
+        checks.redis_reachable(redis_url)
+    except (ConfigError, checks.SetupError, ValueError, KeyError):
+        return None
+    env = dict(os.environ)
+    env.update(DATABASE_URL=database_url, REDIS_URL=redis_url, PARLEY_VAR_DIR=str(var))
+    env["PARLEY_EMBEDDED"] = "1"
+    return env
+
+
 def exec_with_infra(command: list[str]) -> int:
     if not command:
         raise ConfigError("exec needs a command: python -m webapp.infra.launcher exec -- CMD")
-    with infrastructure(var_dir()) as env:
-        child = subprocess.Popen(command, env=env, cwd=ROOT)
-        try:
-            return child.wait()
-        except (KeyboardInterrupt, Stop):
-            child.send_signal(signal.SIGINT)
-            return child.wait()
+    var = var_dir()
+    borrowed = running_infrastructure(var)
+    if borrowed is not None:
+        say(f"using the PostgreSQL and Redis of the Parley running on {var}")
+        return _run_child(command, borrowed)
+    with infrastructure(var) as env:
+        return _run_child(command, env)
+
+
+def _run_child(command: list[str], env: dict[str, str]) -> int:
+    child = subprocess.Popen(command, env=env, cwd=ROOT)
+    try:
+        return child.wait()
+    except (KeyboardInterrupt, Stop):
+        child.send_signal(signal.SIGINT)
+        return child.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
