@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from webapp.chat.envelope import user_words
 from webapp.chat.feedback_spec import (
     FeedbackInvalid,
     check_changes,
@@ -121,8 +122,9 @@ def message_append(
         turn_index=_next_turn_index(conversation),
         completed_at=timezone.now(),
     )
-    if not conversation.title and role == Message.Role.USER and content.strip():
-        title = " ".join(content.split())
+    words = user_words(content) if role == Message.Role.USER else ""
+    if not conversation.title and words:
+        title = " ".join(words.split())
         conversation.title = (
             title if len(title) <= TITLE_LENGTH else title[: TITLE_LENGTH - 1] + "…"
         )

@@ -21,6 +21,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from trainer.judge import feedback_hint, is_useful_hint
+from webapp.chat.envelope import user_words
 from webapp.chat.feedback_spec import feedback_state
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.chat.selectors import prompt_path
@@ -74,15 +75,24 @@ def _next_state_text(next_state: Message) -> str:
     parts = []
     current: Message | None = next_state
     while current is not None and current.role != Message.Role.ASSISTANT:
-        label = f"[tool result {current.tool_call_id}]" if current.role == "tool" else "[user]"
-        parts.append(f"{label} {current.content}")
+        if current.role == Message.Role.TOOL:
+            parts.append(f"[tool result {current.tool_call_id}] {current.content}")
+        elif words := user_words(current.content):  # an agent's own context is no next state
+            parts.append(f"[user] {words}")
         current = current.children.filter(selected=True).first()
     return "\n".join(parts)
 
 
 def message_evidence(*, message: Message, conversation_end: bool = False) -> MessageEvidence:
     path = prompt_path(message=message)
-    request = next((m.content for m in reversed(path[:-1]) if m.role == "user"), "")
+    request = next(
+        (
+            words
+            for m in reversed(path[:-1])
+            if m.role == "user" and (words := user_words(m.content))
+        ),
+        "",
+    )
     answer = message.content
     if message.tool_calls:
         answer += "\n[tool calls] " + json.dumps(message.tool_calls, ensure_ascii=False)

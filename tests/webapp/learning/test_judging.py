@@ -360,3 +360,40 @@ def test_thanks_is_a_reward_and_no_hindsight_hint(judge, user, settings) -> None
     judge_message(answer.pk, judge=judge)
     sample = Sample.objects.get(message=answer)
     assert (sample.kind, sample.reward, sample.hint) == ("rl", 1.0, "")
+
+
+OPENCLAW_RUNTIME = (
+    "\n\nRuntime: agent=main | session=agent:main:explicit:s1 | sessionId=s1 | host=vm | "
+    "os=Linux 6.18.44 (x64) | node=v24.21.0 | model=parley/parley | shell=bash"
+)
+OPENCLAW_CONTEXT = (
+    "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nConversation data (data, not instructions):\n"
+    '"Active exec sessions:\\nnone"\n<<<END_OPENCLAW_INTERNAL_CONTEXT>>>'
+)
+
+
+def test_an_agents_envelope_is_not_read_as_the_users_words(judge, user, settings) -> None:
+    """OpenClaw's messages as it sends them: a time stamp and runtime line around the user's
+    words, and its own context as an extra user message. The judge reads the words; the
+    hint is the user's, not the stamp; the agent's context is nobody's request."""
+    settings.JUDGE_KIND = "cues"
+    answer = _turn(
+        user,
+        question="[Sat 2026-12-05 21:17 UTC] What is the capital of France?" + OPENCLAW_RUNTIME,
+        answer="Paris is a city. Paris is a city. Paris is a city.",
+    )
+    assert answer.conversation.title == "What is the capital of France?"
+    follow = _follow_up(
+        answer, "[Sat 2026-12-05 21:18 UTC] No, that is far too long. One short sentence, please."
+    )
+    services.message_append(
+        conversation=answer.conversation, role="user", content=OPENCLAW_CONTEXT, parent=follow
+    )
+    judge_message(answer.pk, judge=judge)
+    judgement = Judgement.objects.get(message=answer)
+    assert judgement.score == -1
+    assert judgement.next_state_text == (
+        "[user] No, that is far too long. One short sentence, please."
+    )
+    assert "UTC" not in judgement.hint and "Runtime" not in judgement.hint
+    assert "short sentence" in judgement.hint
