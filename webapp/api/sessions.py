@@ -4,7 +4,8 @@ OpenAI clients resend the whole history with every request. Parley keeps one con
 per session and records only what is new:
 
 - session = ``X-Session-Id``, else the ``user`` field, else the open conversation of the same
-  key whose main line is a prefix of this request's messages, else a new conversation;
+  key whose main line is a prefix of this request's messages (or the request a prefix of it:
+  a retried turn), else a new conversation;
 - the request's messages are matched against the conversation's main line; what follows the
   match is recorded after it (an edited history becomes a fork, never an overwrite);
 - a main request's new user/tool messages are the *next state* of the answer they follow.
@@ -96,9 +97,12 @@ def _find_conversation(
     )
     for conversation in candidates:
         path = _main_path(conversation)
-        if path and len(path) < len(messages) and _matched_length(path, messages) == len(path):
-            if len(path) > len(best[1]):
-                best = (conversation, path)
+        # The conversation so far, then new messages; or a retry of one of its turns (an agent
+        # sends the same request again after an answer it could not use): all of the request
+        # matches, and its answer becomes a sibling of the earlier one.
+        matched = _matched_length(path, messages)
+        if path and matched == min(len(path), len(messages)) and matched > len(best[1]):
+            best = (conversation, path)
     if best[0] is not None:
         Conversation.objects.select_for_update().filter(pk=best[0].pk).first()
     return best

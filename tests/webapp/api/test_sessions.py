@@ -79,6 +79,28 @@ def test_without_an_id_the_conversation_whose_messages_are_a_prefix_is_found(key
     assert follow.conversation == first.conversation != other.conversation
 
 
+def test_an_agents_retried_turn_stays_in_its_conversation_as_a_sibling(key) -> None:
+    """OpenClaw sends no session id and, after an answer it cannot use (a malformed tool
+    call), sends the same request again: the retry is the same conversation, its answer a
+    sibling of the unusable one."""
+    history = [
+        {"role": "system", "content": "You are OpenClaw."},
+        {"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "a1"},
+        {"role": "user", "content": "read hello.txt"},
+    ]
+    first = api_turn_record(key=key, messages=[history[0], history[1]])
+    _answer(first, "a1")
+    turn = api_turn_record(key=key, messages=history)
+    unusable = _answer(turn, "")
+    retry = api_turn_record(key=key, messages=history)
+    assert retry.conversation == first.conversation and retry.new_messages == []
+    assert retry.prompt_tail == turn.prompt_tail == unusable.parent
+    # A request of the first turn alone, with no earlier answer, is still a new conversation.
+    fresh = api_turn_record(key=key, messages=history[:2])
+    assert fresh.conversation != first.conversation
+
+
 def test_parallel_tool_results_together_are_the_next_state(key) -> None:
     turn = api_turn_record(
         key=key, session_id="tools", messages=[{"role": "user", "content": "weather?"}]
