@@ -52,7 +52,7 @@ Recording = asyncio.Future[tuple[RecordedTurn, list[Message]]]
 # vLLM's two wordings of a prompt longer than the context: its renderer's and its request
 # checks'. The first number after them is the prompt's length in tokens, where it says one.
 _VLLM_OVERFLOW = re.compile(
-    r"maximum context length is \d+ tokens\. However, your prompt contains (?:at least )?"
+    r"maximum context length is \d+ tokens\. However, your prompt contains (?P<at_least>at least )?"
     r"(?P<tokens>\d+) input tokens|Input length \((?P<length>\d+)\) exceeds model's maximum"
     r"|maximum context length is \d+ tokens"
 )
@@ -68,6 +68,7 @@ def _refusal(exc: ServingUnavailable | ServingError) -> ApiError:
             window=settings.VLLM_MAX_MODEL_LEN,
             prompt_tokens=int(tokens) if tokens else None,
             asked=None,
+            at_least=bool(overflow.group("at_least")),
         )
     return ApiError(
         400 if exc.status < 500 else 502,

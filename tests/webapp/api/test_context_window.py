@@ -91,6 +91,13 @@ async def test_without_max_tokens_the_answer_may_use_the_rest_of_the_window(
             "15310",
         ),
         ("Input length (9001) exceeds model's maximum context length (8192).", "9001"),
+        (
+            # vLLM tokenizes one past the window and says so (OpenClaw's whole agent, 49 KB).
+            "This model's maximum context length is 8192 tokens. However, your prompt contains "
+            "at least 8193 input tokens, which exceeds this limit even without any output "
+            "tokens. Please reduce the length of the input prompt.",
+            "at least 8193",
+        ),
     ],
 )
 async def test_a_prompt_longer_than_the_window_is_context_length_exceeded(
