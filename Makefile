@@ -18,12 +18,13 @@ PYTEST_ARGS ?=
 # /tmp keeps the socket paths short (unix sockets allow ~107 bytes).
 PYTEST_TMP ?= /tmp/parley-pytest-$(shell printf '%s' "$(CURDIR)" | cksum | cut -d' ' -f1)
 
-.PHONY: run test test-deps test-services lint bench docs model clean-venv vendor-static requirements-file
+.PHONY: run test test-deps test-services lint bench docs model clean-venv vendor-static requirements-file openclaw-client openclaw-check
 
 run: $(RUNTIME)
 	@$(PY) -m webapp.infra.launcher run
 
 test: $(TESTDEPS)
+	@$(PY) -m bench.openclaw_client || echo "parley | no OpenClaw client (it needs npm): its tests are skipped"
 	@mkdir -p $(PYTEST_TMP)
 	@PYTEST_DEBUG_TEMPROOT=$(PYTEST_TMP) $(PY) -m webapp.infra.launcher exec -- $(PY) -m pytest $(PYTEST_ARGS)
 
@@ -44,6 +45,15 @@ model: $(RUNTIME)
 
 bench: $(TESTDEPS)
 	@$(PY) -m bench.all
+
+# The real OpenClaw client (Node 24 and openclaw from the npm registry, into var/openclaw/):
+# the suite's OpenClaw tests run when it is there.
+openclaw-client: $(RUNTIME)
+	@$(PY) -m bench.openclaw_client
+
+# OpenClaw against the Parley that `make run` is running (docs/openclaw.md).
+openclaw-check: $(RUNTIME)
+	@$(PY) -m bench.openclaw_check
 
 # The pages under docs/ as a site in site/ (MkDocs with Material; any broken link fails it).
 docs: $(TESTDEPS)
