@@ -164,13 +164,24 @@ def test_error_cases_through_the_openai_client(stack, client) -> None:
         client.chat.completions.create(model="parley", messages=[{"role": "robot", "content": "x"}])
     with pytest.raises(openai.NotFoundError):
         client.chat.completions.create(model="gpt-99", messages=[{"role": "user", "content": "x"}])
+    # The served window is the model's own 8,192 tokens: a longer prompt is OpenAI's
+    # context_length_exceeded, and so is one that fits only without the answer it asks for
+    # (vLLM would have cut that answer short, silently).
     with pytest.raises(openai.BadRequestError) as too_long:
         client.chat.completions.create(
             model="parley",
-            messages=[{"role": "user", "content": "word " * 5000}],
+            messages=[{"role": "user", "content": "word " * 9000}],
             max_tokens=5,
         )
-    assert "context" in str(too_long.value).lower() or "length" in str(too_long.value).lower()
+    assert too_long.value.body["code"] == "context_length_exceeded"
+    with pytest.raises(openai.BadRequestError) as no_room:
+        client.chat.completions.create(
+            model="parley",
+            messages=[{"role": "user", "content": "word " * 7900}],
+            max_tokens=600,
+        )
+    assert no_room.value.body["code"] == "context_length_exceeded"
+    assert "600 in the completion" in no_room.value.body["message"]
 
 
 def test_the_request_openclaw_sends(stack, stack_api_key) -> None:
