@@ -20,10 +20,12 @@ bench/results/openclaw/.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -277,6 +279,19 @@ def _key_for_running_system() -> str:
     ).stdout.strip()
 
 
+@contextlib.contextmanager
+def _parley(args: argparse.Namespace) -> Iterator[tuple[str, str, Path]]:
+    """(URL, API key, var/) of the Parley to check: one of its own (--start), else the
+    running one (a new key of user openclaw-check unless --key)."""
+    if args.start:
+        from bench.common import running_system
+
+        with running_system() as system:
+            yield system.web_url, system.api_key, system.var_dir
+    else:
+        yield args.url, args.key or _key_for_running_system(), args.var
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="a running Parley")
@@ -291,23 +306,11 @@ def main(argv: list[str] | None = None) -> int:
     turns = (TURNS + more)[: args.turns]
     if not installed():
         install()
-    if args.start:
-        from bench.common import running_system
-
-        with running_system() as system:
-            report = run_check(
-                base_url=system.web_url,
-                api_key=system.api_key,
-                var_dir=system.var_dir,
-                profile_name=args.profile,
-                max_tokens=args.max_tokens,
-                turns=turns,
-            )
-    else:
+    with _parley(args) as (base_url, api_key, var_dir):
         report = run_check(
-            base_url=args.url,
-            api_key=args.key or _key_for_running_system(),
-            var_dir=args.var,
+            base_url=base_url,
+            api_key=api_key,
+            var_dir=var_dir,
             profile_name=args.profile,
             max_tokens=args.max_tokens,
             turns=turns,
