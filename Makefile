@@ -17,6 +17,11 @@ PYTEST_ARGS ?=
 # would pull the folders out from under a long run while another checkout runs pytest too.
 # /tmp keeps the socket paths short (unix sockets allow ~107 bytes).
 PYTEST_TMP ?= /tmp/parley-pytest-$(shell printf '%s' "$(CURDIR)" | cksum | cut -d' ' -f1)
+# The suite's own embedded PostgreSQL and Redis, apart from var/: its fixtures clear per-user
+# counters and its workers take tasks, which must never reach a `make run` up beside it. The
+# model is the one `make run` prepared.
+TEST_VAR   ?= $(CURDIR)/var/test
+MODELS     ?= $(CURDIR)/var/models
 
 .PHONY: run test test-deps test-services lint bench docs model clean-venv vendor-static requirements-file openclaw-client openclaw-check
 
@@ -26,7 +31,8 @@ run: $(RUNTIME)
 test: $(TESTDEPS)
 	@$(PY) -m bench.openclaw_client || echo "parley | no OpenClaw client (it needs npm): its tests are skipped"
 	@mkdir -p $(PYTEST_TMP)
-	@PYTEST_DEBUG_TEMPROOT=$(PYTEST_TMP) $(PY) -m webapp.infra.launcher exec -- $(PY) -m pytest $(PYTEST_ARGS)
+	@PARLEY_VAR_DIR=$(TEST_VAR) PARLEY_MODELS_DIR=$(MODELS) PYTEST_DEBUG_TEMPROOT=$(PYTEST_TMP) \
+		$(PY) -m webapp.infra.launcher exec -- $(PY) -m pytest $(PYTEST_ARGS)
 
 # Everything the tests need, installed (what `make test` does first).
 test-deps: $(TESTDEPS)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -54,14 +55,8 @@ MORE_TURNS = (
     "谢谢！现在用一句话解释什么是光合作用。",
     "What did I ask you first in this conversation?",
 )
-TOOL_TURN = 2
-KEY_OWNER = (
-    "--user",
-    "openclaw-check",
-    "--name",
-    "openclaw-check",
-    "--create-user",
-)  # the turn whose first request names the read tool
+TOOL_TURN = 2  # the turn whose first request names the read tool
+KEY_OWNER = ("--user", "openclaw-check", "--name", "openclaw-check", "--create-user")
 
 
 @dataclass
@@ -269,10 +264,11 @@ def table(report: CheckReport) -> str:
     return "\n".join(lines)
 
 
-def _key_for_running_system() -> str:
+def _key_for_running_system(var_dir: Path) -> str:
     return subprocess.run(
         [sys.executable, "manage.py", "create_api_key", *KEY_OWNER],
         cwd=ROOT,
+        env={**os.environ, "PARLEY_VAR_DIR": str(var_dir)},
         capture_output=True,
         text=True,
         check=True,
@@ -289,7 +285,7 @@ def _parley(args: argparse.Namespace) -> Iterator[tuple[str, str, Path]]:
         with running_system() as system:
             yield system.web_url, system.api_key, system.var_dir
     else:
-        yield args.url, args.key or _key_for_running_system(), args.var
+        yield args.url, args.key or _key_for_running_system(args.var), args.var
 
 
 def main(argv: list[str] | None = None) -> int:

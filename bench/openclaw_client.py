@@ -10,9 +10,11 @@ written to the user's ``~/.openclaw``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -48,7 +50,8 @@ def install(folder: Path = CLIENT_DIR) -> None:
     if not (folder / "package.json").exists():
         (folder / "package.json").write_text('{"name": "parley-openclaw", "private": true}\n')
     env = {**os.environ, "PATH": f"{bin_dir(folder)}{os.pathsep}{os.environ.get('PATH', '')}"}
-    quiet = ["--no-audit", "--no-fund", "--loglevel=error"]
+    # Two tries, not npm's default of many minutes of retries, where the registry is out of reach.
+    quiet = ["--no-audit", "--no-fund", "--loglevel=error", "--fetch-retries=1"]
     for spec in (f"node@{NODE_VERSION}", f"openclaw@{OPENCLAW_VERSION}"):
         started = time.monotonic()
         print(f"openclaw | npm install {spec} into {folder}", flush=True)
@@ -152,13 +155,24 @@ class Agent:
             str(bin_dir(self.folder) / "openclaw"),
             *("agent", "--local", "--json", "--session-id", session_id, "--message", message),
         ]
+        # A session of its own: a turn that times out is stopped with everything it started
+        # (the shells of its exec tool, node workers), not only the openclaw process.
+        process = subprocess.Popen(
+            command,
+            env=self.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
-            done = subprocess.run(
-                command, env=self.env(), capture_output=True, text=True, timeout=timeout
-            )
-            code, out, err = done.returncode, done.stdout, done.stderr
-        except subprocess.TimeoutExpired as exc:
-            code, out, err = 124, _text(exc.stdout), _text(exc.stderr) + "\n(timed out)"
+            out, err = process.communicate(timeout=timeout)
+            code = process.returncode
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            out, err = process.communicate()
+            code, err = 124, err + "\n(timed out)"
         return TurnResult(
             message=message,
             exit_code=code,
@@ -179,12 +193,6 @@ def reply_text(out: str) -> str:
     except (ValueError, AttributeError):
         return out.strip()
     return "\n".join(p["text"] for p in payloads if isinstance(p, dict) and p.get("text"))
-
-
-def _text(value: str | bytes | None) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return value or ""
 
 
 if __name__ == "__main__":

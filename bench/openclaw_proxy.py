@@ -180,11 +180,11 @@ class LoggingProxy:
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         timeout = aiohttp.ClientTimeout(total=None, sock_read=900)
-        async with aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as session:
+        async with aiohttp.ClientSession(timeout=timeout) as session:
             self._session = session
             self._ready.set()
             await self._stop.wait()
-        await runner.cleanup()
+            await runner.cleanup()  # requests still in flight finish before the session closes
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
         started = time.monotonic()

@@ -104,3 +104,28 @@ def test_a_command_run_beside_a_running_parley_leaves_its_services_up(
         assert redis.Redis.from_url(running["REDIS_URL"]).get("k") == b"v"
         with _connect(running["DATABASE_URL"]) as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_a_borrowed_external_database_is_not_taken_for_the_embedded_one(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A `make run` on DATABASE_URL/REDIS_URL writes its infra file too: a command beside it
+    gets those URLs and production's defaults, not embedded mode's (open sign-up, no HTTPS)."""
+    from webapp.infra.embedded import write_infra_file
+    from webapp.infra.launcher import running_infrastructure
+
+    for name in ("DATABASE_URL", "REDIS_URL", "PARLEY_EMBEDDED"):
+        monkeypatch.delenv(name, raising=False)
+    var = tmp_path / "var"
+    postgres, redis_server = EmbeddedPostgres(var / "pg"), EmbeddedRedis(var / "redis")
+    database_url, redis_url = postgres.start(), redis_server.start()
+    try:
+        write_infra_file(var, database_url=database_url, redis_url=redis_url, embedded=False)
+        env = running_infrastructure(var)
+        assert env is not None and "PARLEY_EMBEDDED" not in env
+        assert env["DATABASE_URL"] == database_url
+        (var / "run" / "infra.json").write_text("{not json")
+        assert running_infrastructure(var) is None
+    finally:
+        redis_server.stop()
+        postgres.stop()

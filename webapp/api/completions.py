@@ -64,9 +64,11 @@ def _refusal(exc: ServingUnavailable | ServingError) -> ApiError:
     overflow = _VLLM_OVERFLOW.search(exc.message) if exc.status < 500 else None
     if overflow is not None:
         tokens = overflow.group("tokens") or overflow.group("length")
+        if tokens is None:  # another of vLLM's wordings: its own words, OpenAI's code
+            return ApiError(400, exc.message, param="messages", code="context_length_exceeded")
         return context_overflow(
             window=settings.VLLM_MAX_MODEL_LEN,
-            prompt_tokens=int(tokens) if tokens else None,
+            prompt_tokens=int(tokens),
             asked=None,
             at_least=bool(overflow.group("at_least")),
         )

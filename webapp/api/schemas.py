@@ -126,8 +126,6 @@ class ChatRequest:
     want_logprobs: bool
     top_logprobs: int | None
     params: dict[str, Any] = field(default_factory=dict)
-    # OpenAI's end-user id: Parley keeps one conversation per value (webapp.api.sessions).
-    user: str = ""
 
     @property
     def n(self) -> int:
@@ -215,9 +213,6 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
     top_logprobs = _integer(body, "top_logprobs", 0, 20)
     if top_logprobs:
         params["top_logprobs"] = top_logprobs
-    user = body.get("user")
-    if user is not None and not isinstance(user, str):
-        raise bad("'user' must be a string.", "user")
     return ChatRequest(
         model=model,
         messages=messages,
@@ -226,5 +221,4 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
         want_logprobs=logprobs,
         top_logprobs=top_logprobs,
         params=params,
-        user=(user or "").strip(),
     )

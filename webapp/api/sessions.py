@@ -3,9 +3,10 @@
 OpenAI clients resend the whole history with every request. Parley keeps one conversation
 per session and records only what is new:
 
-- session = ``X-Session-Id``, else the ``user`` field, else the open conversation of the same
-  key whose main line is a prefix of this request's messages (or the request a prefix of it:
-  a retried turn), else a new conversation;
+- session = ``X-Session-Id``, else the open conversation of the same key whose main line is a
+  prefix of this request's messages (or the request a prefix of it: a retried turn), else a
+  new conversation. OpenAI's ``user`` field names the end user, not a session (clients send
+  the same value with every chat), so it never joins two chats;
 - the request's messages are matched against the conversation's main line; what follows the
   match is recorded after it (an edited history becomes a fork, never an overwrite);
 - a main request's new user/tool messages are the *next state* of the answer they follow.
@@ -24,6 +25,7 @@ from django.db import transaction
 from webapp.api.models import ApiKey
 from webapp.api.schemas import ChatRequest
 from webapp.chat import services as chat_services
+from webapp.chat.envelope import user_words
 from webapp.chat.models import Conversation, Message
 from webapp.chat.selectors import transcript
 from webapp.inference import CompletionAccumulator
@@ -114,17 +116,15 @@ def api_turn_record(
     key: ApiKey,
     messages: list[dict[str, Any]],
     session_id: str = "",
-    user_field: str = "",
     turn_type: str = Message.TurnType.MAIN,
 ) -> RecordedTurn:
     """Find or open the request's conversation and record the messages it has not seen yet."""
-    session = session_id or (f"user:{user_field}" if user_field else "")
-    conversation, path = _find_conversation(key=key, session_id=session, messages=messages)
+    conversation, path = _find_conversation(key=key, session_id=session_id, messages=messages)
     if conversation is None:
         conversation = chat_services.conversation_create(
             owner=key.owner,
             source=Conversation.Source.API,
-            external_session_id=session,
+            external_session_id=session_id,
             api_key=key,
         )
         path = []
@@ -152,7 +152,10 @@ def api_turn_record(
             new.append(parent)
     assert parent is not None
     if not side and new and new[0].role in (Message.Role.USER, Message.Role.TOOL):
-        chat_services.next_state_record(answered=new[0].parent, next_state=new[0])
+        # An agent's own context alone says nothing of the answer: the user's reply, when it
+        # comes, is its next state.
+        if any(m.role == Message.Role.TOOL or user_words(m.content) for m in new):
+            chat_services.next_state_record(answered=new[0].parent, next_state=new[0])
     return RecordedTurn(conversation=conversation, prompt_tail=parent, new_messages=new)
 
 
@@ -179,7 +182,6 @@ def api_completion_record(*, turn: CompletionTurn) -> tuple[RecordedTurn, list[M
         messages=turn.chat.messages,
         turn_type=turn.turn_type,
         session_id=turn.session_id,
-        user_field=turn.chat.user,
     )
     answers: list[Message] = []
     for index in range(turn.chat.n):

@@ -16,6 +16,8 @@ made only of the agent's context has no words: it is nobody's next state.
 'No, shorter.'
 >>> user_words("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\\nnone\\n<<<END_OPENCLAW_INTERNAL_CONTEXT>>>")
 ''
+>>> user_words("[Sat 2026-12-05 21:06 UTC] \\n\\nRuntime: agent=main | os=Linux")
+''
 >>> user_words("[1] is the first footnote")
 '[1] is the first footnote'
 """
@@ -36,6 +38,5 @@ _INTERNAL = re.compile(
 
 def user_words(content: str) -> str:
     """``content`` without an agent's time stamp, runtime line and internal context."""
-    text = _INTERNAL.sub("", content).strip()
-    text = _STAMP.sub("", text)
-    return _RUNTIME.sub("", text).strip()
+    text = _RUNTIME.sub("", _INTERNAL.sub("", content).strip())
+    return _STAMP.sub("", text).strip()

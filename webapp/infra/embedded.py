@@ -139,9 +139,13 @@ def _wait_for_exit(pid: int, timeout: float = 10.0) -> None:
     subprocess.run(["kill", "-9", str(pid)], check=False)
 
 
-def write_infra_file(var_dir: Path, *, database_url: str, redis_url: str) -> Path:
+def write_infra_file(
+    var_dir: Path, *, database_url: str, redis_url: str, embedded: bool = True
+) -> Path:
+    """Where the running launcher's PostgreSQL and Redis are, and whether it started either."""
     path = var_dir / INFRA_FILE
-    write_private(path, json.dumps({"database_url": database_url, "redis_url": redis_url}))
+    infra = {"database_url": database_url, "redis_url": redis_url, "embedded": embedded}
+    write_private(path, json.dumps(infra))
     return path
 
 

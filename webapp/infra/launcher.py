@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -92,7 +93,12 @@ def infrastructure(var: Path) -> Iterator[dict[str, str]]:
         else:
             checks.redis_reachable(redis_url)
             say(f"using REDIS_URL={redacted(redis_url)}")
-        write_infra_file(var, database_url=database_url, redis_url=redis_url)
+        write_infra_file(
+            var,
+            database_url=database_url,
+            redis_url=redis_url,
+            embedded=postgres is not None or redis is not None,
+        )
         env.update(DATABASE_URL=database_url, REDIS_URL=redis_url, PARLEY_VAR_DIR=str(var))
         if postgres is not None or redis is not None:
             env["PARLEY_EMBEDDED"] = "1"
@@ -260,17 +266,17 @@ def running_infrastructure(var: Path) -> dict[str, str] | None:
     """
     if os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL"):
         return None  # nothing embedded to start or stop
-    if not (var / INFRA_FILE).exists():
-        return None
     try:
+        infra = json.loads((var / INFRA_FILE).read_text())
         database_url, redis_url = infra_urls(var_dir=var)
         checks.database_reachable(database_url)
         checks.redis_reachable(redis_url)
-    except (ConfigError, checks.SetupError, ValueError, KeyError):
+    except (OSError, ConfigError, checks.SetupError, ValueError, KeyError, AttributeError):
         return None
     env = dict(os.environ)
     env.update(DATABASE_URL=database_url, REDIS_URL=redis_url, PARLEY_VAR_DIR=str(var))
-    env["PARLEY_EMBEDDED"] = "1"
+    if infra.get("embedded", True):
+        env["PARLEY_EMBEDDED"] = "1"
     return env
 
 

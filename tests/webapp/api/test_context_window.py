@@ -1,6 +1,6 @@
 """The context window through /v1: stated in /v1/models, an answer that cannot fit refused in
-OpenAI's words (never silently cut), a prompt vLLM finds too long named as such, and the
-``user`` field keeping a session, with a scripted model server."""
+OpenAI's words (never silently cut), a prompt vLLM finds too long named as such; and the
+``user`` field, which names a person, not a session; with a scripted model server."""
 
 from __future__ import annotations
 
@@ -119,6 +119,24 @@ async def test_a_prompt_longer_than_the_window_is_context_length_exceeded(
     )
 
 
+async def test_another_wording_of_an_overflow_keeps_vllms_words_under_openais_code(
+    secret, monkeypatch
+) -> None:
+    said = (
+        "This model's maximum context length is 8192 tokens. However, you requested 8531 "
+        "tokens (7931 in the messages, 600 in the completion). Please reduce the length."
+    )
+
+    async def refusing(messages, *, model, params=None, base_url=None, adapter_path=""):
+        raise ServingError(400, said, None)
+        yield {}
+
+    monkeypatch.setattr("webapp.api.completions.stream_chat", refusing)
+    response = await post_json(AsyncClient(), "/v1/chat/completions", BODY, secret)
+    error = assert_openai_error(response, 400)
+    assert (error["code"], error["message"]) == ("context_length_exceeded", said)
+
+
 async def test_other_refusals_of_the_model_server_keep_their_message(secret, monkeypatch) -> None:
     async def refusing(messages, *, model, params=None, base_url=None, adapter_path=""):
         raise ServingError(400, "tool_choice 'required' needs tools", "tool_choice")
@@ -130,23 +148,12 @@ async def test_other_refusals_of_the_model_server_keep_their_message(secret, mon
     assert error["code"] == "serving_rejected" and "tool_choice" in error["message"]
 
 
-async def test_the_user_field_keeps_one_conversation_per_end_user(secret, scripted) -> None:
+async def test_the_user_field_names_the_end_user_and_never_joins_two_chats(
+    secret, scripted
+) -> None:
+    """Clients such as LibreChat send the same ``user`` with every chat of a person."""
     client = AsyncClient()
-    for text in ("first", "second"):
-        body = {
-            "model": "parley",
-            "user": "agent-7",
-            "messages": [{"role": "user", "content": text}],
-        }
+    for text in ("first chat", "second chat"):
+        body = {"model": "parley", "user": "sam", "messages": [{"role": "user", "content": text}]}
         assert (await post_json(client, "/v1/chat/completions", body, secret)).status_code == 200
-    conversations = await sync_to_async(
-        lambda: list(Conversation.objects.values_list("external_session_id", flat=True))
-    )()
-    assert conversations == ["user:agent-7"]
-    bad = {**BODY, "user": 7}
-    assert (
-        assert_openai_error(await post_json(client, "/v1/chat/completions", bad, secret), 400)[
-            "param"
-        ]
-        == "user"
-    )
+    assert await sync_to_async(Conversation.objects.count)() == 2

@@ -57,13 +57,6 @@ def test_a_session_id_keeps_one_conversation_and_records_only_new_messages(key) 
     assert Conversation.objects.count() == 1
 
 
-def test_the_user_field_is_a_session_too(key) -> None:
-    a = api_turn_record(key=key, user_field="bob", messages=[{"role": "user", "content": "x"}])
-    b = api_turn_record(key=key, user_field="bob", messages=[{"role": "user", "content": "y"}])
-    assert a.conversation == b.conversation
-    assert a.conversation.external_session_id == "user:bob"
-
-
 def test_without_an_id_the_conversation_whose_messages_are_a_prefix_is_found(key) -> None:
     first = api_turn_record(key=key, messages=[{"role": "user", "content": "q1"}])
     _answer(first, "a1")
@@ -99,6 +92,23 @@ def test_an_agents_retried_turn_stays_in_its_conversation_as_a_sibling(key) -> N
     # A request of the first turn alone, with no earlier answer, is still a new conversation.
     fresh = api_turn_record(key=key, messages=history[:2])
     assert fresh.conversation != first.conversation
+
+
+def test_an_agents_own_context_alone_is_no_next_state(key) -> None:
+    first = api_turn_record(key=key, session_id="ctx", messages=[{"role": "user", "content": "q"}])
+    answer = _answer(first, "a")
+    context = (
+        "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nActive exec sessions: none\n"
+        "<<<END_OPENCLAW_INTERNAL_CONTEXT>>>"
+    )
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": context},
+    ]
+    api_turn_record(key=key, session_id="ctx", messages=messages)
+    answer.refresh_from_db()
+    assert answer.next_state_id is None  # left for the user's own reply
 
 
 def test_parallel_tool_results_together_are_the_next_state(key) -> None:
