@@ -21,8 +21,14 @@ pytestmark = [
 def test_openclaw_holds_a_session_with_parley_and_its_follow_up_is_judged(
     stack, stack_api_key, tmp_path
 ) -> None:
+    # Shorter answers than the documented 256 keep the session quick on a CPU; the contract
+    # is the same.
     report = run_check(
-        base_url=stack.web_url, api_key=stack_api_key, var_dir=stack.var_dir, out_dir=tmp_path
+        base_url=stack.web_url,
+        api_key=stack_api_key,
+        var_dir=stack.var_dir,
+        out_dir=tmp_path,
+        max_tokens=128,
     )
     print(table(report))
     assert report.passed, (report.failures, report.conversations, f"requests: {tmp_path}")
@@ -31,7 +37,7 @@ def test_openclaw_holds_a_session_with_parley_and_its_follow_up_is_judged(
     # What OpenClaw really sends, every field of it accepted.
     assert first["fields"]["stream"] is True and first["fields"]["tool_choice"] == "auto"
     assert first["fields"]["stream_options"] == {"include_usage": True}
-    assert first["fields"]["max_completion_tokens"] == report.profile["max_tokens"] == 256
+    assert first["fields"]["max_completion_tokens"] == report.profile["max_tokens"] == 128
     assert set(first["tools"]) == {"read", "exec"}
     assert all(e["status"] == 200 and e["usage"] for e in chats)
     # Told the served window, the slim profile leaves room for a long conversation.
