@@ -69,7 +69,6 @@ def _refusal(exc: ServingUnavailable | ServingError) -> ApiError:
         return context_overflow(
             window=settings.VLLM_MAX_MODEL_LEN,
             prompt_tokens=int(tokens),
-            asked=None,
             at_least=bool(overflow.group("at_least")),
         )
     return ApiError(

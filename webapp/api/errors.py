@@ -85,13 +85,11 @@ def error_response(
 
 
 def context_overflow(
-    *, window: int, prompt_tokens: int | None, asked: int | None, at_least: bool = False
+    *, window: int, prompt_tokens: int, asked: int | None = None, at_least: bool = False
 ) -> ApiError:
     """400 ``context_length_exceeded``, in OpenAI's words: agents (OpenClaw among them) read
     this code and message as "compact the history and try again"."""
-    if prompt_tokens is None:
-        detail = "your messages are longer than that"
-    elif asked is None:
+    if asked is None:
         detail = f"your messages contain {'at least ' if at_least else ''}{prompt_tokens} tokens"
     else:
         detail = (
