@@ -49,8 +49,8 @@ log = logging.getLogger(__name__)
 Recording = asyncio.Future[tuple[RecordedTurn, list[Message]]]
 
 
-# vLLM's two wordings of a prompt longer than the context: its renderer's and its request
-# checks'. The first number after them is the prompt's length in tokens, where it says one.
+# vLLM's wordings of a context overflow: its renderer's and its request checks' name the
+# prompt's length in tokens; any other that names the window is an overflow too.
 _VLLM_OVERFLOW = re.compile(
     r"maximum context length is \d+ tokens\. However, your prompt contains (?P<at_least>at least )?"
     r"(?P<tokens>\d+) input tokens|Input length \((?P<length>\d+)\) exceeds model's maximum"

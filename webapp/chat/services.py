@@ -122,8 +122,11 @@ def message_append(
         turn_index=_next_turn_index(conversation),
         completed_at=timezone.now(),
     )
-    words = user_words(content) if role == Message.Role.USER else ""
-    if not conversation.title and words:
+    if (
+        not conversation.title
+        and role == Message.Role.USER
+        and (words := user_words(content))  # read only while the conversation has no title
+    ):
         title = " ".join(words.split())
         conversation.title = (
             title if len(title) <= TITLE_LENGTH else title[: TITLE_LENGTH - 1] + "…"
