@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import subprocess
@@ -36,7 +37,7 @@ import httpx
 from bench.common import record, sql
 from bench.launching import ROOT
 from bench.openclaw_client import Agent, Profile, TurnResult, install, installed, provider_config
-from bench.openclaw_proxy import LoggingProxy
+from bench.openclaw_proxy import Exchange, LoggingProxy
 
 OUT = ROOT / "bench" / "results" / "openclaw"  # the transcripts (tracked)
 RUNS = ROOT / "var" / "openclaw" / "runs"  # OpenClaw's state and the whole requests (not tracked)
@@ -69,6 +70,7 @@ class CheckReport:
     judgements: list[dict[str, Any]] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
     tool_round_trip: str = ""
+    reworked_answers: list[str] = field(default_factory=list)  # answers sent back changed
     failures: list[str] = field(default_factory=list)
 
     @property
@@ -135,6 +137,7 @@ def run_check(
         profile=asdict(profile),
         turns=[asdict(r) | {"log": r.log[-2000:]} for r in results],
         exchanges=[e.summary() for e in exchanges],
+        reworked_answers=_reworked_answers(exchanges),
     )
     _check_client_side(report, results, exchanges)
     _check_recorded(
@@ -189,6 +192,24 @@ def _check_client_side(report: CheckReport, results: list[TurnResult], exchanges
             report.failures.append("OpenClaw did not send the tool's result back")
 
 
+def _assistant_messages(body: dict[str, Any] | None) -> list[dict[str, Any]]:
+    sent = (body or {}).get("messages") or []
+    return [m for m in sent if isinstance(m, dict) and m.get("role") == "assistant"]
+
+
+def _reworked_answers(exchanges: list[Exchange]) -> list[str]:
+    """Each answer that the next request carried back other than Parley wrote it."""
+    chats = [e for e in exchanges if e.path.endswith("/chat/completions") and e.body]
+    changed = []
+    for number, (answer, after) in enumerate(itertools.pairwise(chats), 1):
+        before, copies = (_assistant_messages(e.body) for e in (answer, after))
+        carried = len(copies) > len(before)  # not a retry of the same request
+        copy = (copies[-1].get("content") or "") if carried else ""
+        if answer.text and carried and copy != answer.text:
+            changed.append(f"answer {number} {answer.text[:160]!r} came back as {copy[:160]!r}")
+    return changed
+
+
 def _check_recorded(
     report: CheckReport, *, var_dir: Path, key: str, since: float, judge_wait_s: float
 ) -> None:
@@ -206,7 +227,11 @@ def _check_recorded(
         {"id": r[0], "messages": r[1], "with_next_state": r[2], "tool_results": r[3]} for r in rows
     ]
     if len(rows) != 1:
-        report.failures.append(f"the session became {len(rows)} conversations, not 1")
+        changed = "; ".join(report.reworked_answers)
+        report.failures.append(
+            f"the session became {len(rows)} conversations, not 1"
+            + (f" (answers OpenClaw sent back changed: {changed})" if changed else "")
+        )
         return
     conversation = rows[0][0]
     first_answer = sql(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.openclaw_check import CheckReport, _check_client_side
+from bench.openclaw_check import CheckReport, _check_client_side, _reworked_answers
 from bench.openclaw_client import Profile, TurnResult, provider_config, reply_text
 from bench.openclaw_proxy import Exchange, describe_answer, describe_request
 
@@ -148,3 +148,20 @@ def test_a_session_with_a_failed_turn_a_refusal_or_a_lost_tool_result_fails_by_n
     ]
     _check_client_side(cut, three, chats)
     assert cut.passed and "cut at maxTokens" in cut.tool_round_trip
+
+
+def test_an_answer_openclaw_sends_back_changed_is_named() -> None:
+    def chat(messages: list[dict], text: str) -> Exchange:
+        exchange = Exchange(method="POST", path="/v1/chat/completions", request_bytes=1)
+        describe_request(exchange, {"messages": messages})
+        exchange.text = text
+        return exchange
+
+    q1, q2 = {"role": "user", "content": "q1"}, {"role": "user", "content": "q2"}
+    first = chat([q1], "Sure! <final>Done.</final>")
+    same = chat([q1, {"role": "assistant", "content": "Sure! <final>Done.</final>"}, q2], "Ok")
+    assert _reworked_answers([first, same]) == []
+    reworked = chat([q1, {"role": "assistant", "content": "Sure! Done."}, q2], "Ok")
+    retry = chat([q1, {"role": "assistant", "content": "Sure! Done."}, q2], "Fine")
+    (changed,) = _reworked_answers([first, reworked, retry])  # a retry carries nothing new
+    assert changed == "answer 1 'Sure! <final>Done.</final>' came back as 'Sure! Done.'"

@@ -12,11 +12,18 @@ per session and records only what is new:
 - a main request's new user/tool messages are the *next state* of the answer they follow.
 
 System messages match by role only: agents such as OpenClaw rewrite their system prompt
-(dates, memory) on every request, which must not split a session.
+(dates, memory) on every request, which must not split a session. An assistant message is the
+client's copy of Parley's answer, and agents rework it before they send it back (tags
+stripped, whitespace trimmed, a tool call written as text turned into a real one): a copy
+that is still close to the answer matches it, and where several conversations match, the one
+with the most exact copies wins.
 """
 
 from __future__ import annotations
 
+import difflib
+import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,23 +48,76 @@ class RecordedTurn:
     new_messages: list[Message]
 
 
-def _same(recorded: Message, sent: dict[str, Any]) -> bool:
-    if recorded.role != sent["role"]:
-        return False
-    if recorded.role == Message.Role.SYSTEM:
+# How close a client's copy of an answer must be to the answer to stand for it: as a whole,
+# or as the answer's own words in a few runs of at least two words each (a part cut out).
+COPY_LIKENESS = 0.6
+COPY_KEPT = 0.9
+EXACT, COPY, DIFFERENT = 2, 1, 0
+_TAG = re.compile(r"</?[A-Za-z_][\w:-]*>")
+
+
+def _plain(text: str) -> str:
+    """Text as a client may have reworked it: normalised, no tags or control marks, one space."""
+    text = _TAG.sub(" ", unicodedata.normalize("NFKC", text))
+    text = "".join(c for c in text if not unicodedata.category(c).startswith("C") or c.isspace())
+    return " ".join(text.split())
+
+
+def _call_ids(calls: Any) -> set[str]:
+    return {c.get("id") for c in calls or [] if isinstance(c, dict) and c.get("id")}
+
+
+def _kept_in_runs(ours: str, theirs: str) -> bool:
+    """Whether ``theirs`` is ``ours`` with parts cut out: its words, in order, in runs."""
+    words = theirs.split()
+    matcher = difflib.SequenceMatcher(None, ours.split(), words, autojunk=False)
+    kept = sum(b.size for b in matcher.get_matching_blocks() if b.size >= 2)
+    return len(words) >= 2 and kept >= COPY_KEPT * len(words)
+
+
+def _copy_of_answer(recorded: Message, sent: dict[str, Any]) -> bool:
+    if _call_ids(recorded.tool_calls) & _call_ids(sent.get("tool_calls")):
         return True
+    ours, theirs = _plain(recorded.content), _plain(sent.get("content") or "")
+    if not theirs or theirs in ours or (ours and ours in theirs) or _kept_in_runs(ours, theirs):
+        return True
+    matcher = difflib.SequenceMatcher(None, ours, theirs, autojunk=False)
+    return matcher.quick_ratio() >= COPY_LIKENESS and matcher.ratio() >= COPY_LIKENESS
+
+
+def _likeness(recorded: Message, sent: dict[str, Any]) -> int:
+    if recorded.role != sent["role"]:
+        return DIFFERENT
+    if recorded.role == Message.Role.SYSTEM:
+        return EXACT
     if recorded.role == Message.Role.TOOL and recorded.tool_call_id != sent.get("tool_call_id", ""):
-        return False
-    return recorded.content.strip() == (sent.get("content") or "").strip()
+        return DIFFERENT
+    if recorded.content.strip() == (sent.get("content") or "").strip():
+        return EXACT
+    if recorded.role == Message.Role.ASSISTANT and _copy_of_answer(recorded, sent):
+        return COPY
+    return DIFFERENT
 
 
-def _matched_length(path: list[Message], messages: list[dict[str, Any]]) -> int:
-    length = 0
+@dataclass(frozen=True)
+class Match:
+    length: int  # how many of the request's messages match the path, from the start
+    exact: int  # how many of those are exact copies
+
+    @property
+    def rank(self) -> tuple[int, int]:
+        return (self.length, self.exact)
+
+
+def _match(path: list[Message], messages: list[dict[str, Any]]) -> Match:
+    length = exact = 0
     for recorded, sent in zip(path, messages, strict=False):
-        if not _same(recorded, sent):
+        likeness = _likeness(recorded, sent)
+        if likeness == DIFFERENT:
             break
         length += 1
-    return length
+        exact += likeness == EXACT
+    return Match(length, exact)
 
 
 def _main_path(conversation: Conversation) -> list[Message]:
@@ -81,6 +141,7 @@ def _find_conversation(
         )
         return conversation, _main_path(conversation) if conversation else []
     best: tuple[Conversation | None, list[Message]] = (None, [])
+    best_rank = (0, 0)
     # Only a request that carries an earlier answer can continue a conversation, and only one
     # whose first user message is the request's: both are cheap to check in SQL.
     first_user = next((m for m in messages if m["role"] == "user"), None)
@@ -102,9 +163,9 @@ def _find_conversation(
         # The conversation so far, then new messages; or a retry of one of its turns (an agent
         # sends the same request again after an answer it could not use): all of the request
         # matches, and its answer becomes a sibling of the earlier one.
-        matched = _matched_length(path, messages)
-        if path and matched == min(len(path), len(messages)) and matched > len(best[1]):
-            best = (conversation, path)
+        match = _match(path, messages)
+        if path and match.length == min(len(path), len(messages)) and match.rank > best_rank:
+            best, best_rank = (conversation, path), match.rank
     if best[0] is not None:
         Conversation.objects.select_for_update().filter(pk=best[0].pk).first()
     return best
@@ -128,7 +189,7 @@ def api_turn_record(
             api_key=key,
         )
         path = []
-    matched = _matched_length(path, messages)
+    matched = _match(path, messages).length
     side = turn_type == Message.TurnType.SIDE
     new: list[Message] = []
     if matched == len(messages):

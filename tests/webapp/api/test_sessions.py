@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
 from tests.factories import AnswerFactory
 from webapp.api.keys import api_key_create
@@ -92,6 +93,66 @@ def test_an_agents_retried_turn_stays_in_its_conversation_as_a_sibling(key) -> N
     # A request of the first turn alone, with no earlier answer, is still a new conversation.
     fresh = api_turn_record(key=key, messages=history[:2])
     assert fresh.conversation != first.conversation
+
+
+def test_an_agents_reworked_copy_of_an_answer_still_continues_its_conversation(key) -> None:
+    """Agents rework an answer before sending it back (OpenClaw strips tags and turns a tool
+    call written as text into a real one): the copy still stands for the answer."""
+    answer_text = (
+        'Sure!  <final>Here it is:</final>\n\nread({"path": "hello.txt"})\u200b\n'
+        "Then I will tell you what the file says."
+    )
+    reworked = [
+        # tags stripped, spaces collapsed, the textual call taken out
+        "Sure! Here it is:\nThen I will tell you what the file says.",
+        "",  # only the tool call kept
+        'Sure! <final>Here it is:</final> read({"path": "hello.txt"})',
+    ]
+    for index, copy in enumerate(reworked):
+        question = {"role": "user", "content": f"q1 {index}"}
+        first = api_turn_record(key=key, messages=[SYSTEM, question])
+        answer = _answer(first, answer_text)
+        turn = api_turn_record(
+            key=key,
+            messages=[
+                SYSTEM,
+                question,
+                {"role": "assistant", "content": copy},
+                {"role": "user", "content": "q2"},
+            ],
+        )
+        assert turn.conversation == first.conversation, copy
+        assert [m.content for m in turn.new_messages] == ["q2"]
+        assert turn.new_messages[0].parent == answer
+    assert Conversation.objects.count() == len(reworked)
+
+
+def test_an_answer_the_client_made_up_is_no_copy_and_exact_copies_win(key) -> None:
+    first = api_turn_record(key=key, messages=[{"role": "user", "content": "hi"}])
+    _answer(first, "Hello! How can I help you today?")
+    second = api_turn_record(key=key, messages=[{"role": "user", "content": "hi"}])
+    _answer(second, "Hello! How can I help you?")
+    invented = api_turn_record(
+        key=key,
+        messages=[
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "Bonjour. Je parle français."},
+            {"role": "user", "content": "q2"},
+        ],
+    )
+    assert invented.conversation not in (first.conversation, second.conversation)
+    # Both conversations hold a close copy; the one holding this exact answer is this chat,
+    # though the other was active last.
+    Conversation.objects.filter(pk=first.conversation.pk).update(last_activity_at=timezone.now())
+    follow = api_turn_record(
+        key=key,
+        messages=[
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "Hello! How can I help you?"},
+            {"role": "user", "content": "q2"},
+        ],
+    )
+    assert follow.conversation == second.conversation
 
 
 def test_an_agents_own_context_alone_is_no_next_state(key) -> None:
