@@ -41,7 +41,8 @@ PROMPTS = [
     "Which planet is closest to the sun?",
     "Write one sentence about the sea.",
 ]
-FIRST_TOKEN = re.compile(r'-stream" hx-swap-oob="beforeend">(.+)</span>', re.S)
+# The first repaint of the answer that shows any text (it is the whole answer so far, rendered).
+FIRST_TOKEN = re.compile(r'-stream" class="stream" hx-swap-oob="innerHTML">(.*\S.*)</div>', re.S)
 
 
 def sign_in(web_url: str, username: str, password: str, signup: bool) -> httpx.Client:

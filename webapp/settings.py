@@ -182,6 +182,9 @@ USER_EXTRA_STREAM_WAIT_S = env_float("PARLEY_USER_EXTRA_STREAM_WAIT_S", 30.0)
 FEEDBACK_HISTORY_MAX = env_int("PARLEY_FEEDBACK_HISTORY_MAX", 50)
 # Sessions without X-Session-Done close after this much idle time (their last turn is judged).
 SESSION_IDLE_MINUTES = env_int("PARLEY_SESSION_IDLE_MINUTES", 30)
+# After a conversation's first answer, the model writes it a title of a few words (on queue
+# "judge", from the judge's endpoint); off: the first message's words stay its title.
+MODEL_TITLES = env_bool("PARLEY_MODEL_TITLES", True)
 FEEDBACK_TAGS_DOWN = env_list(
     "PARLEY_FEEDBACK_TAGS_DOWN",
     [

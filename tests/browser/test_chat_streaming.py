@@ -64,15 +64,15 @@ def test_when_user_sends_message_then_reply_streams_into_transcript_and_feedback
     first = answer_id(page)
     first_text = page.inner_text(f"#message-{first}-content")
     assert first_text.strip()
-    assert page.inner_text(f"#message-{first} .policy-version") == "v0"
+    assert page.inner_text(f"#message-{first} .policy-version") == "version 0"
     assert page.query_selector(f"#learning-status-{first}") is not None
 
     page.click(f"#thumb-up-{first}")
     page.wait_for_selector(f'#thumb-up-{first}[aria-pressed="true"]')
-    page.click(f"#feedback-{first} details.comment summary")
+    page.click(f"#more-feedback-{first}")
     page.fill(f"#comment-{first}", "Friendly and short, thanks.")
-    page.click(f"#feedback-{first} details.comment button[type=submit]")
-    page.wait_for_selector(f"#feedback-{first} details.comment summary:has-text('(given)')")
+    page.click(f"#feedback-{first} form.comment button[type=submit]")
+    page.wait_for_selector(f"#feedback-{first} .saved")
 
     page.reload()
     assert page.get_attribute(f"#thumb-up-{first}", "aria-pressed") == "true"

@@ -23,6 +23,9 @@ class Conversation(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
     )
     title = models.CharField(max_length=200, blank=True)
+    title_from_user = models.BooleanField(
+        default=False, help_text="The user named it: no automatic title replaces it."
+    )
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.WEB)
     external_session_id = models.CharField(max_length=200, blank=True, db_index=True)
     api_key = models.ForeignKey(

@@ -24,6 +24,7 @@ from webapp.chat.feedback_spec import (
 )
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.chat.selectors import transcript
+from webapp.chat.titles import TITLE_LENGTH, title_suggestion_queue
 from webapp.core.outbox import Task, enqueue, enqueue_each
 from webapp.inference import ChoiceResult
 
@@ -31,8 +32,6 @@ if TYPE_CHECKING:
     # Only named in a signature: the answer's version comes from whoever starts it (the
     # consumer, the /v1 view), so chat's writes never depend on the learning loop.
     from webapp.learning.models import PolicyVersion
-
-TITLE_LENGTH = 60
 
 
 def conversation_create(
@@ -53,8 +52,8 @@ def conversation_create(
 
 
 def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
-    conversation.title = title.strip()[:200]
-    conversation.save(update_fields=["title"])
+    conversation.title, conversation.title_from_user = title.strip()[:200], True
+    conversation.save(update_fields=["title", "title_from_user"])
     return conversation
 
 
@@ -78,6 +77,12 @@ def conversation_close(*, conversation: Conversation) -> Conversation:
 
 def conversation_delete(*, conversation: Conversation) -> None:
     conversation.delete()
+
+
+def derived_title(content: str) -> str:
+    """The title a user message gives an untitled conversation ("" when it has no words)."""
+    title = " ".join(user_words(content).split())
+    return title if len(title) <= TITLE_LENGTH else title[: TITLE_LENGTH - 1] + "…"
 
 
 def _touch(conversation: Conversation) -> None:
@@ -122,15 +127,9 @@ def message_append(
         turn_index=_next_turn_index(conversation),
         completed_at=timezone.now(),
     )
-    if (
-        not conversation.title
-        and role == Message.Role.USER
-        and (words := user_words(content))  # read only while the conversation has no title
-    ):
-        title = " ".join(words.split())
-        conversation.title = (
-            title if len(title) <= TITLE_LENGTH else title[: TITLE_LENGTH - 1] + "…"
-        )
+    # The content is read only while the conversation has no title.
+    if not conversation.title and role == Message.Role.USER and (title := derived_title(content)):
+        conversation.title = title
         conversation.save(update_fields=["title"])
     _touch(conversation)
     return message
@@ -205,6 +204,7 @@ def assistant_message_finish(
             "completed_at",
         ]
     )
+    title_suggestion_queue(answer=message)
     return message
 
 

@@ -30,6 +30,7 @@ class Task(StrEnum):
     # Defined in webapp/learning/tasks.py, under the name that messages on the broker carry.
     FINALIZE_CONVERSATION = "webapp.chat.tasks.finalize_conversation"
     CLOSE_IDLE_CONVERSATIONS = "webapp.chat.tasks.close_idle_conversations"
+    SUGGEST_CONVERSATION_TITLE = "webapp.chat.tasks.suggest_conversation_title"
     PING = "webapp.core.tasks.ping"
 
 

@@ -4,7 +4,8 @@ One consumer per open conversation page (``/ws/chat/<id>/``). Messages from the 
 JSON (the htmx ws extension sends a form's fields): ``action`` is ``send`` (a new message,
 ``content``), ``answer`` (answer ``parent`` if it has no answer yet; the page sends it when
 it opens on an unanswered message), ``generate`` (a new answer to ``parent``: Regenerate and
-Retry) or ``stop``.
+Retry), ``edit`` (``content`` as the new text of the user's ``message``: a new branch, then
+answered) or ``stop``.
 
 Generation runs in its own task so that Stop (or the page closing) can cancel it: cancelling
 closes ``stream_chat``'s generator, which closes the HTTP stream, and vLLM aborts the request.
@@ -25,6 +26,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.http import Http404
 
+from webapp.chat.edits import user_message_edit
 from webapp.chat.groups import conversation_group
 from webapp.chat.limits import message_text_problem
 from webapp.chat.models import Conversation, Message
@@ -41,6 +43,7 @@ from webapp.core.limits import (
     streams_refused_message,
 )
 from webapp.frontdoor import fragments
+from webapp.frontdoor.streaming import StreamPainter
 from webapp.inference import CompletionAccumulator, ServingError, ServingUnavailable, stream_chat
 from webapp.learning.selectors import policy_version_for
 
@@ -97,6 +100,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._send(content if isinstance(content, str) else "")
         elif action in ("answer", "generate"):
             await self._answer(data.get("parent"), only_if_unanswered=action == "answer")
+        elif action == "edit":
+            content = data.get("content")
+            await self._edit(data.get("message"), content if isinstance(content, str) else "")
         else:
             await self._refuse("That request was not understood.")
 
@@ -138,6 +144,32 @@ class ChatConsumer(AsyncWebsocketConsumer):
             + fragments.composer_state(state="streaming", saved=True)
         )
         await self._start(parent=message, rerender=False, slot=slot)
+
+    async def _edit(self, message_id: Any, content: str) -> None:
+        """Record the new text of one of the user's messages as a new branch, and answer it."""
+        problem = message_text_problem(content) if content.strip() else "Type a message first."
+        if problem:
+            await self._refuse(problem)
+            return
+        edited = await database_sync_to_async(self._prompt_message)(message_id)
+        if edited is None:
+            await self._refuse("That message is not in this conversation.")
+            return
+        edited.conversation = self.conversation  # so a new title shows on this page's copy
+        title = self.conversation.title
+        message = await database_sync_to_async(user_message_edit)(message=edited, content=content)
+        if self.conversation.title != title:  # a new first message retitles the conversation
+            await self.send(text_data=fragments.conversation_item(conversation=self.conversation))
+        slot, refusal = await self._take_slot()
+        if slot is None:
+            # The edit is stored (and shown) all the same; opening the page again answers it.
+            html = await database_sync_to_async(fragments.render_transcript)(
+                conversation=self.conversation, viewer=self.scope["user"]
+            )
+            error = f"{refusal} Your edit is saved: reload the page to have it answered."
+            await self.send(text_data=html + fragments.composer_state(state="idle", error=error))
+            return
+        await self._start(parent=message, rerender=True, slot=slot)
 
     async def _answer(self, parent_id: Any, *, only_if_unanswered: bool) -> None:
         parent = await database_sync_to_async(self._prompt_message)(parent_id)
@@ -243,6 +275,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
             adapter_path=version.adapter_path if version is not None else "",
         )
         slow_notice = asyncio.create_task(self._notice_if_slow(answer.pk))
+        painter = StreamPainter(
+            render=lambda text: fragments.stream_markdown(message_id=answer.pk, text=text),
+            send=lambda html: self.send(text_data=html),
+        )
         try:
             async for chunk in stream:
                 accumulator.add(chunk)
@@ -253,9 +289,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 if text:
                     if not slow_notice.done():
                         slow_notice.cancel()
-                    await self.send(
-                        text_data=fragments.stream_delta(message_id=answer.pk, text=text)
-                    )
+                    painter.add(text)
         except asyncio.CancelledError:
             # Stop: keep what was written. The task carries on only to store and show it.
             current = asyncio.current_task()
@@ -276,6 +310,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         finally:
             slow_notice.cancel()
             await stream.aclose()
+            await painter.close()
         await self._finish(answer, accumulator, status=status, error=error, slot=slot)
 
     async def _finish(

@@ -1,8 +1,9 @@
 """HTML fragments of the chat page, shared by the views (htmx) and the websocket consumer.
 
 Fragments sent over the websocket are swapped in by the htmx ws extension: a top-level element
-with an ``id`` replaces the element with that id, or, with ``hx-swap-oob="beforeend"``, has
-its children appended to it. Streamed text is escaped here and nowhere else.
+with an ``id`` replaces the element with that id, or, with another ``hx-swap-oob`` strategy
+(``beforeend``, ``innerHTML``), puts its children into it that way. Streamed text is rendered
+here and nowhere else, by the sanitising markdown renderer of the stored messages.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 
 from webapp.chat.models import Conversation, Message
+from webapp.chat.rendering import render_markdown
 from webapp.frontdoor.selectors import PageEntry, page_entry, page_transcript
 
 
@@ -29,9 +31,16 @@ def render_message_by_id(*, message: Message, viewer: Any) -> str:
     return render_message(page_entry(message=message, viewer=viewer))
 
 
-def render_feedback(*, message: Message, viewer: Any) -> str:
+def render_feedback(
+    *, message: Message, viewer: Any, panel_open: bool = False, saved: bool = False
+) -> str:
+    """The answer's feedback bar; ``panel_open``: with its panel (reasons, comment, the answer
+    wanted) open, ``saved``: saying that what was written there is kept."""
     entry = page_entry(message=message, viewer=viewer)
-    return render_to_string("chat/_feedback.html", {"entry": entry, **feedback_context()})
+    return render_to_string(
+        "chat/_feedback.html",
+        {"entry": entry, "panel_open": panel_open, "saved": saved, **feedback_context()},
+    )
 
 
 def render_transcript(*, conversation: Conversation, viewer: Any) -> str:
@@ -56,8 +65,12 @@ def append_to_transcript(html: str) -> str:
     return f'<div id="transcript" hx-swap-oob="beforeend">{html}</div>'
 
 
-def stream_delta(*, message_id: int, text: str) -> str:
-    return f'<span id="message-{message_id}-stream" hx-swap-oob="beforeend">{escape(text)}</span>'
+def stream_markdown(*, message_id: int, text: str) -> str:
+    """The answer written so far, as markdown, in place of what its stream element shows."""
+    return (
+        f'<div id="message-{message_id}-stream" class="stream" hx-swap-oob="innerHTML">'
+        f"{render_markdown(text)}</div>"
+    )
 
 
 def stream_notice(*, message_id: int, text: str) -> str:

@@ -8,12 +8,12 @@ from typing import Any
 
 from webapp.chat.models import Conversation, Message
 from webapp.chat.selectors import TranscriptEntry, transcript, transcript_entry
-from webapp.learning.selectors import learning_statuses
+from webapp.learning.selectors import LearningStatus, learning_statuses
 
 
 @dataclass(frozen=True)
 class PageEntry(TranscriptEntry):
-    learning_status: str = ""  # "judged +1 · hint taken · trained into v4", or "" (not yet)
+    learning_status: LearningStatus | None = None  # None: not judged yet
 
 
 def _with_learning_status(entries: list[TranscriptEntry]) -> list[PageEntry]:
@@ -22,7 +22,7 @@ def _with_learning_status(entries: list[TranscriptEntry]) -> list[PageEntry]:
     return [
         PageEntry(
             **{f.name: getattr(e, f.name) for f in fields(e)},
-            learning_status=statuses.get(e.message.pk, ""),
+            learning_status=statuses.get(e.message.pk),
         )
         for e in entries
     ]

@@ -166,7 +166,14 @@ def message_feedback(request: HttpRequest, pk: int) -> HttpResponse:
         return HttpResponseBadRequest(str(exc))
     if not request.htmx:
         return _back_to(message)
-    return HttpResponse(fragments.render_feedback(message=message, viewer=request.user))
+    # A 👎 asks what was wrong at once; what is written in the panel keeps it open.
+    in_panel = request.POST.get("panel") == "open"
+    disliked = "rating" in request.POST and data["rating"] == -1
+    return HttpResponse(
+        fragments.render_feedback(
+            message=message, viewer=request.user, panel_open=in_panel or disliked, saved=in_panel
+        )
+    )
 
 
 @login_required

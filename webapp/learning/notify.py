@@ -9,20 +9,18 @@ from collections.abc import Iterable
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
-from django.utils.html import format_html
+from django.template.loader import render_to_string
 
 from webapp.chat.groups import conversation_group, fragment_event
-from webapp.learning.selectors import learning_status
+from webapp.learning.selectors import LearningStatus, learning_status
 
 log = logging.getLogger(__name__)
 
 
-def _fragment(message_id: int, status: str) -> str:
-    return format_html(
-        '<span class="learning-status" id="learning-status-{}" hx-swap-oob="true" '
-        'aria-live="polite">{}</span>',
-        message_id,
-        status,
+def _fragment(message_id: int, status: LearningStatus | None) -> str:
+    return render_to_string(
+        "chat/_learning_status.html",
+        {"message_id": message_id, "status": status, "rated": True, "oob": True},
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -67,13 +68,12 @@ def versions_behind(*, version: PolicyVersion, live: PolicyVersion) -> int:
     ).count()
 
 
-def learning_status(*, message_id: int) -> str:
-    """What the learning loop has made of an answer, in a few words ("judged +1 · hint taken ·
-    trained into v4"); empty when nothing yet."""
-    return learning_statuses(message_ids=[message_id]).get(message_id, "")
+def learning_status(*, message_id: int) -> LearningStatus | None:
+    """What the learning loop has made of an answer; None before it was judged."""
+    return learning_statuses(message_ids=[message_id]).get(message_id)
 
 
-def learning_statuses(*, message_ids: Iterable[int]) -> dict[int, str]:
+def learning_statuses(*, message_ids: Iterable[int]) -> dict[int, LearningStatus]:
     """``learning_status`` of many answers in two queries (a transcript shows them all)."""
     ids = list(message_ids)
     judgements: dict[int, Judgement] = {}
@@ -149,7 +149,38 @@ def sample_unused_reason(*, kind: str, hint: str, correction: str) -> str:
     )
 
 
-def _status(judgement: Judgement, sample: Sample | None) -> str:
+@dataclass(frozen=True)
+class LearningStatus:
+    """What the learning loop made of an answer: ``text`` in plain words for the person who
+    wrote the feedback ("Learnt in version 3"), ``detail`` for whoever wants to know how
+    ("judged -1 · hint taken · trained into v3")."""
+
+    text: str
+    detail: str
+
+
+def _plain(sample: Sample | None, detail: str) -> str:
+    if sample is None:
+        return "Read: nothing to learn from it"
+    if sample.status in (Sample.Status.EXCLUDED, Sample.Status.SUPERSEDED):
+        return "Not used for learning"
+    if sample.status == Sample.Status.READY:
+        if "not trained:" in detail:
+            return "Kept: the current training does not use it"
+        return (
+            "Will be learnt in a later update"
+            if sample.refusals
+            else ("Will be learnt in the next update")
+        )
+    version = sample.update.produced_version if sample.update else None
+    if version is None:
+        return "Being learnt"
+    if version.status == PolicyVersion.Status.REJECTED:
+        return f"Tried in version {version.number}, which did not pass the checks"
+    return f"Learnt in version {version.number}"
+
+
+def _status(judgement: Judgement, sample: Sample | None) -> LearningStatus:
     parts = [f"judged {judgement.score:+d}" if judgement.score else "judged 0"]
     if sample is not None and (sample.hint or sample.correction):
         parts.append("hint taken")
@@ -170,4 +201,5 @@ def _status(judgement: Judgement, sample: Sample | None) -> str:
             parts.append(f"trained into {version.label} (not published: failed the probe gate)")
         else:
             parts.append(f"trained into {version.label}")
-    return " · ".join(parts)
+    detail = " · ".join(parts)
+    return LearningStatus(text=_plain(sample, detail), detail=detail)

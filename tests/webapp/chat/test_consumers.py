@@ -7,6 +7,7 @@ a closed page) or failures; the last test talks to the real vLLM server of the `
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 import uuid
@@ -90,7 +91,8 @@ async def receive_until_idle(socket: WebsocketCommunicator, timeout: float = 5) 
 
 
 def deltas(frames: list[str]) -> list[str]:
-    return [f for f in frames if f.startswith('<span id="message-') and "-stream" in f]
+    """The repaints of the streaming answer: each one is the whole text so far, as markdown."""
+    return [f for f in frames if f.startswith('<div id="message-') and '-stream"' in f]
 
 
 @database_sync_to_async
@@ -107,7 +109,7 @@ async def send(socket: WebsocketCommunicator, **data: Any) -> None:
     await socket.send_to(text_data=json.dumps({**data, "HEADERS": {"HX-Request": "true"}}))
 
 
-async def test_the_answer_streams_delta_by_delta_and_is_stored_as_sampled(alice, fake_stream):
+async def test_the_answer_streams_as_markdown_and_is_stored_as_sampled(alice, fake_stream):
     stream = fake_stream(ScriptedStream(completion("Hel", "lo", " <b>there</b>")))
     conversation = await new_conversation(alice)
     socket, connected, _ = await open_socket(alice, conversation.pk)
@@ -120,12 +122,11 @@ async def test_the_answer_streams_delta_by_delta_and_is_stored_as_sampled(alice,
     assert (question.role, question.content) == ("user", "Hi!")
     assert 'data-saved="1"' in frames[0] and "Hi!" in frames[0]
     assert f'id="conversation-item-{conversation.pk}"' in frames[0]  # titled by the message
-    assert f'id="learning-status-{reply.pk}"' in frames[1]
-    assert [re.sub(r"<[^>]+>", "", f) for f in deltas(frames)] == [
-        "Hel",
-        "lo",
-        " &lt;b&gt;there&lt;/b&gt;",
-    ]
+    # The first text at once, then repaints (throttled: deltas coalesce) up to the whole answer.
+    painted = [re.sub(r"<[^>]+>", "", f).strip() for f in deltas(frames)]
+    assert painted[0] == "Hel" and painted[-1] == "Hello &lt;b&gt;there&lt;/b&gt;"
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(painted))
+    assert all('hx-swap-oob="innerHTML"' in f and "<p>" in f for f in deltas(frames))
     assert "<b>there" not in "".join(frames)
     assert (reply.content, reply.status) == ("Hello <b>there</b>", "complete")
     assert reply.token_ids == [100, 101, 102] and reply.token_logprobs == [-0.25] * 3
@@ -136,6 +137,7 @@ async def test_the_answer_streams_delta_by_delta_and_is_stored_as_sampled(alice,
     assert stream.calls[0]["model"] == "base"
     assert stream.calls[0]["params"] == {"max_tokens": 512, "temperature": 0.7}
     assert f'id="thumb-up-{reply.pk}"' in frames[-1]
+    assert f'id="learning-status-{reply.pk}"' in frames[-1]  # where judging's status lands
 
 
 async def test_each_signed_in_user_is_answered_by_their_own_adapter(
@@ -296,6 +298,68 @@ async def test_generate_for_a_message_of_another_conversation_is_refused(alice, 
     await socket.disconnect()
     assert "not in this conversation" in refusal
     assert stream.calls == []
+
+
+async def test_an_edit_of_a_message_not_in_this_conversation_is_refused(alice, bob, fake_stream):
+    stream = fake_stream(ScriptedStream(completion("x")))
+    mine = await new_conversation(alice, "My question")
+    other = await new_conversation(alice, "My other question")
+    theirs = await new_conversation(bob, "Bob's secret question")
+    (question,), (other_question,), (their_question,) = [
+        await messages_of(conversation) for conversation in (mine, other, theirs)
+    ]
+    socket, _, _ = await open_socket(alice, mine.pk)
+    for message_id in (other_question.pk, their_question.pk, "nope", None):
+        await send(socket, action="edit", message=message_id, content="Changed")
+        assert "not in this conversation" in await socket.receive_from(timeout=5)
+    await send(socket, action="edit", message=question.pk, content="  ")
+    assert "Type a message first." in await socket.receive_from(timeout=5)
+    await socket.disconnect()
+    assert stream.calls == []
+    for conversation, content in ((mine, "My question"), (theirs, "Bob's secret question")):
+        assert [m.content for m in await messages_of(conversation)] == [content]
+
+
+async def test_an_edit_starts_a_new_branch_that_is_answered(alice, fake_stream):
+    fake_stream(ScriptedStream(completion("Four")))
+    conversation = await new_conversation(alice)
+    socket, _, _ = await open_socket(alice, conversation.pk)
+    await send(socket, action="send", content="What is 2+2")
+    await receive_until_idle(socket)
+    stream = fake_stream(ScriptedStream(completion("Nine")))
+    question, _ = await messages_of(conversation)
+    await send(socket, action="edit", message=question.pk, content="What is 3*3")
+    frames = await receive_until_idle(socket)
+    await socket.disconnect()
+
+    question, reply, edited, new_reply = await messages_of(conversation)
+    assert (question.selected, reply.content, reply.next_state_id) == (False, "Four", edited.pk)
+    assert (edited.parent_id, edited.content, edited.selected) == (None, "What is 3*3", True)
+    assert (new_reply.parent_id, new_reply.content) == (edited.pk, "Nine")
+    assert stream.calls[0]["messages"] == [{"role": "user", "content": "What is 3*3"}]
+    transcript = next(f for f in frames if 'id="transcript"' in f)
+    assert "2/2" in transcript and "What is 2+2" not in transcript
+    retitled = frames[0]  # the conversation's entry in the list
+    assert "What is 3*3" in retitled and 'id="transcript"' not in retitled
+
+
+async def test_an_edit_refused_a_stream_is_kept_and_shown(alice, fake_stream, monkeypatch):
+    stream = fake_stream(ScriptedStream(completion("x")))
+    conversation = await new_conversation(alice, "What is 2+2")
+    (question,) = await messages_of(conversation)
+    monkeypatch.setattr(consumers.ChatConsumer, "_take_slot", fake_slot_refusal)
+    socket, _, _ = await open_socket(alice, conversation.pk)
+    await send(socket, action="edit", message=question.pk, content="What is 3*3")
+    frames = await receive_until_idle(socket)
+    await socket.disconnect()
+    assert "Too many answers." in frames[-1] and "edit is saved" in frames[-1]
+    assert 'id="transcript"' in frames[-1] and "What is 3*3" in frames[-1]
+    assert [m.content for m in await messages_of(conversation)] == ["What is 2+2", "What is 3*3"]
+    assert stream.calls == []
+
+
+async def fake_slot_refusal(self) -> tuple[None, str]:
+    return None, "Too many answers."
 
 
 async def test_another_users_or_an_anonymous_socket_is_closed(alice, bob):

@@ -246,10 +246,12 @@ def test_under_opd_a_thumb_alone_says_it_is_not_trained_and_why(client, settings
     assert "not trained: opd trains only hints and corrections" in page
     assert page.count("waiting for the next update") == 1  # the hinted one
     status = learning_statuses(message_ids=[thumb.message_id, hinted.message_id])
-    assert "not trained: opd trains only hints" in status[thumb.message_id]
-    assert "not trained" not in status[hinted.message_id]
+    assert "not trained: opd trains only hints" in status[thumb.message_id].detail
+    assert status[thumb.message_id].text == "Kept: the current training does not use it"
+    assert "not trained" not in status[hinted.message_id].detail
     settings.TRAIN_ALGORITHM = "combined"
-    assert "not trained" not in learning_statuses(message_ids=[thumb.message_id])[thumb.message_id]
+    again = learning_statuses(message_ids=[thumb.message_id])[thumb.message_id]
+    assert "not trained" not in again.detail
 
 
 def test_the_page_renders_with_messy_data(client, alice) -> None:

@@ -259,17 +259,18 @@ def test_the_learning_status_says_what_became_of_an_answer(judge, user) -> None:
     from webapp.learning.selectors import learning_status
 
     answer = _turn(user)
-    assert learning_status(message_id=answer.pk) == ""
+    assert learning_status(message_id=answer.pk) is None
     services.feedback_set(message=answer, author=user, rating=-1, comment="Be precise: it is 4.")
     judge_message(answer.pk, judge=judge)
-    assert learning_status(message_id=answer.pk) == "judged -1 · hint taken"
+    assert learning_status(message_id=answer.pk).detail == "judged -1 · hint taken"
     sample = Sample.objects.get(message=answer)
     version = PolicyVersion.objects.create(number=3, status="candidate", adapter_path="/x")
     from webapp.learning.models import TrainingUpdate
 
     update = TrainingUpdate.objects.create(algorithm="rl", produced_version=version, status="done")
     Sample.objects.filter(pk=sample.pk).update(status="consumed", update=update)
-    assert learning_status(message_id=answer.pk) == "judged -1 · hint taken · trained into v3"
+    status = learning_status(message_id=answer.pk)
+    assert status.detail == "judged -1 · hint taken · trained into v3"
 
 
 def test_judging_pushes_the_status_to_open_chat_pages(

@@ -64,7 +64,8 @@ def test_refused_samples_come_back_with_a_smaller_step_then_are_excluded(
     }
     assert _adds_up()["refused_waiting"] == 2
     status = learning_statuses(message_ids=[first.message_id])[first.message_id]
-    assert "waiting to train again (refused by the gate 1×)" in status
+    assert "waiting to train again (refused by the gate 1×)" in status.detail
+    assert status.text == "Will be learnt in a later update"
 
     # The oldest (refused) samples come first, at half the learning rate.
     retried = _train(FakeRun(passed=False))
@@ -78,7 +79,8 @@ def test_refused_samples_come_back_with_a_smaller_step_then_are_excluded(
     assert excluded.exclusion_reason.startswith("refused by the probe gate 2 times; last:")
     assert "probe KL 9.0 > 0.5" in excluded.exclusion_reason
     status = learning_statuses(message_ids=[first.message_id])[first.message_id]
-    assert "excluded from training: refused by the probe gate 2 times" in status
+    assert "excluded from training: refused by the probe gate 2 times" in status.detail
+    assert status.text == "Not used for learning"
 
     trained = _train(FakeRun(passed=True))
     assert trained.status == "done" and trained.config["lr"] == 1e-3
