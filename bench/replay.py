@@ -45,6 +45,7 @@ from typing import Any
 
 from bench.answering import evaluate_splits, generate, load_serving_model
 from bench.preferences import Preference, load_preferences, load_prompts, prompts_for
+from bench.replay_alternatives import with_alternatives
 from bench.replay_claim import candidate, held_back, unused_by
 from bench.replay_figures import (
     candidate_figures,
@@ -181,8 +182,17 @@ def run_replay(
                     judge["parsed"] += vote["score"] is not None
                     judge["right"] += vote["score"] == truth
                 if sample is not None:
-                    samples.append(sample)
                     judge["hints"] += sample.hint is not None
+                    samples += with_alternatives(
+                        sample,
+                        answer,
+                        model=model,
+                        tokenizer=tokenizer,
+                        n=options.alternatives,
+                        max_new_tokens=options.gen_tokens,
+                        temperature=options.temperature,
+                        seed=options.seed * 100_003 + number * 1_000 + index,
+                    )
             turns += len(answers)
             judge["samples"] += len(samples)
             unused = [unused_by(algorithm, s) for s in samples]

@@ -13,7 +13,9 @@ def candidate(sample: Any) -> Candidate:
     """A trainer ``Sample`` as the claim rules see it (keyed by identity: samples are kept in
     memory, never stored)."""
     signed = is_signed(reward=sample.reward, correction=sample.correction_token_ids)
-    return Candidate(key=id(sample), signed=signed, signal=signed or bool(sample.hint))
+    return Candidate(
+        key=id(sample), signed=signed, signal=signed or bool(sample.hint), group=sample.group_id
+    )
 
 
 def held_back(on_record: list[Any], limit: int, *, live_batch: Sequence[Any] = ()) -> list[Any]:

@@ -39,6 +39,8 @@ JUDGE = "cues"
 ANSWER_TOKENS = 48
 """Most tokens of a simulated answer and of a scored held-out answer, unless set."""
 PROBE_TOKENS = 24  # the webapp's probe answers (train_and_probe's max_new_tokens)
+DISLIKE_ALTERNATIVES = 3
+"""Answers sampled beside a bare 👎 (the webapp's PARLEY_DISLIKE_ALTERNATIVES)."""
 CHAT_TEMPERATURE = 0.7
 
 
@@ -79,6 +81,7 @@ class ReplayOptions:
     device: str = "cpu"  # "cuda": the same fp32 arithmetic on a GPU (labelled in the figures)
     judge: str = JUDGE  # the webapp's PARLEY_JUDGE: "cues", or "hindsight" (trainer.hindsight)
     language: str = "en"  # what a "followups" user writes in: en, de or zh
+    alternatives: int = DISLIKE_ALTERNATIVES  # answers sampled beside a bare 👎 (0: none)
 
 
 def update_config(options: ReplayOptions) -> Any:
@@ -181,6 +184,12 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--language", choices=LANGUAGES, default="en", help="what a followups user writes in"
     )
+    parser.add_argument(
+        "--alternatives",
+        type=int,
+        default=DISLIKE_ALTERNATIVES,
+        help="answers sampled beside a bare 👎, as PARLEY_DISLIKE_ALTERNATIVES (0: none)",
+    )
 
 
 def base_options(args: argparse.Namespace, preferences: dict[str, Preference]) -> dict[str, Any]:
@@ -198,4 +207,5 @@ def base_options(args: argparse.Namespace, preferences: dict[str, Preference]) -
         "fresh": args.fresh,
         "judge": args.judge,
         "language": args.language,
+        "alternatives": args.alternatives,
     }

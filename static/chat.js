@@ -197,7 +197,13 @@
     }
     copy = hit(".copy-message");
     if (copy) {
-      copyText(copy.closest("article").querySelector(".content").innerText.trim(), copy);
+      // The text as read, without the code blocks' labels and Copy buttons.
+      var content = copy.closest("article").querySelector(".content");
+      var heads = content.querySelectorAll(".code-head");
+      heads.forEach(function (head) { head.hidden = true; });
+      var text = content.innerText.trim();
+      heads.forEach(function (head) { head.hidden = false; });
+      copyText(text, copy);
       return;
     }
     var edit = hit(".edit-message");

@@ -10,7 +10,9 @@ samples it keeps in memory. Pure Python over ``Candidate``s, listed oldest first
   due and never takes the place of one with a signal.
 - A batch is due when samples with a signal fill it or the oldest of them has waited
   ``max_wait_s``; never without one.
-- The batch: samples with a signal first, then the oldest first, at most ``batch_size``.
+- The batch: samples with a signal first, then the oldest first, at most ``batch_size``; a
+  group (answers to one prompt, compared with each other) is taken whole or waits, also when
+  one of its samples is left fresh.
 - Fresh feedback: the ``fresh`` newest signed samples are left for the next update, when at
   least four times as many with a signal are ready, so the gate scores the candidate on
   feedback no version has trained on. Never one the previous update left fresh (no sample waits
@@ -61,6 +63,8 @@ class Candidate:
     key: Any
     signed: bool
     signal: bool
+    group: Any = None
+    """Answers to one prompt that train together (a 👎 and the answers sampled beside it)."""
 
 
 @dataclass(frozen=True)
@@ -105,14 +109,41 @@ def is_due(*, signal: int, oldest_wait_s: float, rules: ClaimRules, force: bool 
     return force or signal >= rules.batch_size or oldest_wait_s >= rules.max_wait_s
 
 
+def _groups(candidates: Sequence[Candidate]) -> dict[Any, list[Candidate]]:
+    members: dict[Any, list[Candidate]] = {}
+    for candidate in candidates:
+        if candidate.group is not None:
+            members.setdefault(candidate.group, []).append(candidate)
+    return members
+
+
 def batch_choice(
     ready: Sequence[Candidate], *, size: int | None, leaving: Collection[Any] = ()
 ) -> list[Any]:
     """The batch: samples with a signal first, then the oldest first, at most ``size``
-    (None: all), none of ``leaving``."""
-    kept = [c for c in ready if c.key not in leaving]
+    (None: all), none of ``leaving``. A group comes whole, when its first member's turn
+    comes; one that does not fit in what is left waits (a batch of one group takes it all).
+
+    >>> a, b = Candidate("a", True, True, group=1), Candidate("b", False, False, group=1)
+    >>> batch_choice([Candidate("x", True, True), a, Candidate("y", False, False), b], size=3)
+    ['x', 'a', 'b']
+    """
+    # A group one of whose members is left out (fresh) waits whole.
+    left = {c.group for c in ready if c.key in leaving and c.group is not None}
+    kept = [c for c in ready if c.key not in leaving and (c.group is None or c.group not in left)]
     ordered = [c for c in kept if c.signal] + [c for c in kept if not c.signal]
-    return [c.key for c in ordered[:size]]
+    members = _groups(kept)
+    chosen: list[Any] = []
+    for candidate in ordered:
+        if candidate.key in chosen:
+            continue
+        unit = members[candidate.group] if candidate.group is not None else [candidate]
+        if size is not None and chosen and len(chosen) + len(unit) > size:
+            continue
+        chosen += [c.key for c in unit]
+        if size is not None and len(chosen) >= size:
+            break
+    return chosen
 
 
 def fresh_choice(
@@ -120,7 +151,8 @@ def fresh_choice(
 ) -> list[Any]:
     """The ``count`` newest signed samples, newest first, when at least four times as many
     with a signal are ready (else none: a small batch trains whole and the check is never left
-    to one sample's word); never one the previous update left fresh (``left_before``)."""
+    to one sample's word); never one the previous update left fresh (``left_before``). The
+    batch leaves the rest of a fresh sample's group waiting with it (``batch_choice``)."""
     if count <= 0 or sum(c.signal for c in ready) < 4 * count:
         return []
     newest = [c.key for c in reversed(ready) if c.signed and c.key not in left_before]

@@ -44,7 +44,7 @@ from trainer.judge_cues import cue_hint, cue_vote, score_from_cues, split_next_s
 PROMPT_VERSION = "prm-v2"  # the LLM judge's prompts
 # The cue judge's rules (v2: hints without the complaint around them; v3: German, Chinese,
 # French and Spanish cues, requests to change the answer's form or content count as -1).
-CUES_VERSION = "cues-v3"
+CUES_VERSION = "cues-v4"
 JUDGE_KINDS = ("cues", "hindsight", "llm")
 MIN_HINT_CHARS = 10
 TRIVIAL_HINTS = {

@@ -72,6 +72,10 @@ _SARCASM = [
     r"呵呵",
     r"说了等于没说",
     r"废话",
+    # a failure reported back ("great, now it crashes again"): no praise outweighs it
+    r"\bcrash(es|ed|ing)?\b|\b(still|is|it's) broken\b",
+    r"\bstürzt\b[^.!?]{0,30}\bab\b|\babsturz\b|\bkaputt\b",
+    r"崩溃|闪退|又(报错|出错|坏了|挂了)",
 ]
 # Corrections, complaints, redo requests: the verdict that the answer missed.
 _NEGATIVE = [
@@ -90,6 +94,8 @@ _NEGATIVE = [
     r"\bstill\b",
     r"\bmeh\b",
     r"\b(not|never) (listening|reading)\b",
+    r"\bmixed (it |them |that |those |\w+ )?up\b|\bnot (even )?close\b|\bgot (it|that) backwards\b",
+    r"\bone more (time|try|go)\b|\b(try|do) (it|that|this) over\b",
     # German
     r"\b(falsch|quatsch|unsinn|blödsinn|fehlerhaft)\b",
     r"\bstimmt (so |leider |doch )?nicht\b",
@@ -104,6 +110,7 @@ _NEGATIVE = [
     r"\b(vergessen|ignoriert|übersehen)\b",
     r"\b(funktioniert|klappt|passt|geht|hilft) (\w+ )?(noch |immer noch |leider |so )?nicht\b",
     r"\bversteh(e)? (das |es |dich |ich )?(nicht|kein wort)\b",
+    r"\b(noch )?(ein(en)?|einen weiteren|ein weiterer) (versuch|anlauf)\b",
     # French and Spanish
     r"\b(faux|erroné|incorrecte?)\b|\bc'est pas\b|\bpas (ça|ce que|correct|juste|vrai)\b",
     r"\btrop (long|court|compliqué|technique)\b|\brecommence\b|\bréessaie\b",
@@ -114,7 +121,7 @@ _NEGATIVE = [
     r"答非所问|没回答|没有回答|没用|没什么用|不行|不好|看不懂|听不懂|不明白|不懂|没懂",
     r"太(长|短|复杂|啰嗦|罗嗦|难|笼统)",
     r"(^|[，,。；;])不是|明明是|应该是|我(说|问|要)的是|我不是说",
-    r"重新|再来|再试|重写|再写|换一个|又是|还是不|忘了",
+    r"重新|再来|再试|重写|再写|换一个|又是|还是不|忘了|再(给|出|换)(我)?(一|个|几)",
 ]
 # Requests to change the answer's form or content: it missed what the user wanted.
 _REQUEST = [
@@ -127,6 +134,9 @@ _REQUEST = [
     r"\bformat (it|that|this)\b|\b(lower|upper) ?case\b|\ball caps\b|\bcapital letters\b",
     r"\bstichpunkt\w*|\baufzählung\w*|\b(als|in einer?) (liste|tabelle)\b|\btabellarisch\b",
     r"\bklein ?(schreiben|geschrieben|buchstaben)\b|\bkleinschreibung\b|\bgroßbuchstaben\b",
+    # "Geht das auch lockerer?", "could it be a bit more casual?": a comparative asked for
+    r"\b(geht|ginge|klappt) (das|es) (auch )?(noch )?(etwas |ein bisschen |bisschen )?\w+er\?",
+    r"\b(can|could) (you make )?(it|this|that) (be )?(a bit |a little |slightly )?more \w+\b",
     r"列表|表格|分点|要点|条目|小写|大写",
     r"\bemojis?\b|\bemoticons?\b|\bsmileys?\b|表情",
     # units
@@ -177,12 +187,15 @@ _POSITIVE = [
     r"(^|\b)(klasse|spitze|genau|stark)([,!.]|$)|\bgenau (das|so|richtig)\b",
     r"\b(gefällt mir|hilfreich|geholfen|verstanden|sehr gut|gut erklärt)\b",
     r"\bhat (\w+ )?(funktioniert|geklappt)\b|\b(funktioniert|klappt)( jetzt| wieder)?\s*[!.]",
+    r"(^|\b)top([,!.]|$)|\bläuft( jetzt| wieder)?\b",
     # French and Spanish
     r"\b(merci|parfait|génial|excellent|exactement|impeccable|nickel|ça marche)\b",
     r"\b(gracias|perfecto|genial|excelente|exacto|justo lo que|me encanta|funcionó)\b",
     # Chinese
     r"谢谢|多谢|谢啦|谢了|感谢|太好了|完美|很好|非常好|好棒|很棒|真棒|厉害|赞",
     r"正是|就是这个|正合适|解决了|搞定|有用|有帮助|明白了|懂了|清楚|喜欢|成功了",
+    r"跑通了|可以了|能用了|好用",
+    r"👍|🙏|🎉|❤️",
 ]
 # "Thanks, but ...": the objection after the contrast is what the user means.
 _CONTRAST = re.compile(r"\b(but|though|however|aber|doch|mais|pero)\b|但|不过|可是")

@@ -275,6 +275,9 @@ if LEARNING_SCOPE not in ("user", "shared"):
     )
 # Turns served by a version more than this many versions behind the live one are not trained on.
 SAMPLE_MAX_VERSION_LAG = env_int("PARLEY_SAMPLE_MAX_VERSION_LAG", 4)
+# A bare 👎 (no words): this many answers the user never sees are sampled beside it, so the
+# update has something to compare it with (webapp/learning/alternatives.py); 0: none.
+DISLIKE_ALTERNATIVES = env_int("PARLEY_DISLIKE_ALTERNATIVES", 3)
 # Training: an update runs when this many samples are ready, or the oldest has waited this long.
 TRAIN_BATCH_SIZE = env_int("PARLEY_TRAIN_BATCH_SIZE", ClaimRules.batch_size)
 TRAIN_MAX_WAIT_S = env_int("PARLEY_TRAIN_MAX_WAIT_S", int(ClaimRules.max_wait_s))

@@ -203,4 +203,31 @@ def test_the_title_is_renamed_in_place_and_the_layout_fits_desktop_and_phone(
     visible = f"getComputedStyle(document.querySelector('#thumb-up-{answer}').parentNode).opacity"
     assert small.evaluate(visible) == "1"
     _shot(small, "chat-phone")
+    # The feedback panel and the list, opened, still fit the screen.
+    small.click(f"#more-feedback-{answer}")
+    small.wait_for_selector(f"#feedback-panel-{answer}:not([hidden])")
+    assert small.evaluate("document.scrollingElement.scrollWidth") <= 390
+    assert (
+        small.eval_on_selector(
+            f"#feedback-panel-{answer} .close-panel", "e => e.getBoundingClientRect().right"
+        )
+        <= 390
+    )
+    small.keyboard.press("Escape")
+    small.click("#sidebar-toggle")
+    assert small.is_visible("#sidebar")
+    assert small.evaluate("document.scrollingElement.scrollWidth") <= 390
     phone.close()
+
+
+def test_a_new_conversation_takes_its_first_messages_title_in_the_list_and_header(chat) -> None:
+    page = chat
+    page.click("button.new-conversation")
+    page.wait_for_url(re.compile(r"/chat/\d+/$"))
+    page.fill("#composer-input", "Name three rivers.")
+    page.press("#composer-input", "Enter")
+    page.wait_for_selector("article.message.user")
+    page.wait_for_selector(".conversation-title:has-text('Name three rivers.')")
+    page.wait_for_selector("#conversation-list a[aria-current=page]:has-text('Name three rivers.')")
+    assert page.query_selector("#transcript [id^=conversation-item-]") is None
+    _stop_if_writing(page)

@@ -90,3 +90,14 @@ def test_the_batch_baseline_is_the_default_and_an_all_disliked_batch_carries_no_
     (the corrections and hints lead), which kept answers from emptying in the replay's long run."""
     advantages, _ = reward_advantages(UpdateConfig(), [_sample(-1.0) for _ in range(4)])
     assert UpdateConfig().batch_baseline and advantages == [0.0] * 4
+
+
+def test_a_disliked_answer_with_the_answers_sampled_beside_it_moves_away_from_it() -> None:
+    """A bare 👎 and the unseen answers to its prompt (reward 0, one group): the disliked answer
+    goes down and the others up by as much, at the defaults, where alone it would carry 0."""
+    group = [_sample(-1.0, "p"), *(_sample(0.0, "p") for _ in range(3))]
+    advantages, _ = reward_advantages(UpdateConfig(), [*group, _sample(-1.0), _sample(-1.0)])
+    disliked, *others = advantages[:4]
+    assert disliked < 0 and all(a > 0 for a in others)
+    assert sum(advantages[:4]) == pytest.approx(0.0, abs=1e-6)
+    assert advantages[4:] == [0.0, 0.0]  # the two 👎 alone still carry nothing

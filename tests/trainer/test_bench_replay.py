@@ -116,8 +116,9 @@ def test_a_refused_update_gives_its_samples_back_with_a_smaller_step_then_exclud
     """The webapp's refusal policy in the replay: every sample is trained, waiting or
     excluded, and the counts add up."""
     monkeypatch.setattr(bench.replay, "gate", lambda probe, base, options: (False, ["test"]))
-    # every waiting sample in the batch (no fresh ones left for the next: the test after this)
-    options = tiny_options(tiny_model_dir, feedback="thumbs", versions=4, fresh=0)
+    # every waiting sample in the batch (no fresh ones left for the next: the test after this);
+    # the 👎 alone, without the answers sampled beside them, keeps the counts small
+    options = tiny_options(tiny_model_dir, feedback="thumbs", versions=4, fresh=0, alternatives=0)
     prompts = load_prompts(bench.common.ROOT / "bench" / "data" / "prompts.json")
     figures = bench.replay.run_replay(options, prompts, progress=False)
     versions = figures["versions"][1:]
@@ -221,7 +222,10 @@ def test_each_update_leaves_its_newest_samples_to_check_the_next_candidate(
     wait for the next update, and the gate scores the candidate on them: feedback no version
     has trained on. Each is trained once, by the next update."""
     monkeypatch.setattr(bench.replay, "gate", lambda probe, base, options: (True, []))
-    options = tiny_options(tiny_model_dir, feedback="thumbs", versions=3, batch_size=8)
+    # (the 👎 alone: the answers sampled beside them would only change the counts)
+    options = tiny_options(
+        tiny_model_dir, feedback="thumbs", versions=3, batch_size=8, alternatives=0
+    )
     prompts = load_prompts(bench.common.ROOT / "bench" / "data" / "prompts.json")
     figures = bench.replay.run_replay(options, prompts, progress=False)
     versions = figures["versions"][1:]
@@ -236,7 +240,9 @@ def test_each_update_leaves_its_newest_samples_to_check_the_next_candidate(
 def test_opd_leaves_a_thumb_alone_ready_as_the_webapp_does(tiny_model_dir: Path) -> None:
     """With thumbs only, opd has nothing to train: no update is made (the trainer raised on
     such a batch), and every sample stays waiting, so the counts still add up."""
-    options = tiny_options(tiny_model_dir, feedback="thumbs", algorithm="opd", versions=2)
+    options = tiny_options(
+        tiny_model_dir, feedback="thumbs", algorithm="opd", versions=2, alternatives=0
+    )
     prompts = load_prompts(bench.common.ROOT / "bench" / "data" / "prompts.json")
     figures = bench.replay.run_replay(options, prompts, progress=False)
     for version in figures["versions"][1:]:

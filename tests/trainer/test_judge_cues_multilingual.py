@@ -210,6 +210,12 @@ def test_the_cue_judge_keeps_its_accuracy_on_the_english_set_it_was_first_writte
     assert _right(_cases("next_states.json", "heldout")) >= 35 / 36
 
 
-def test_the_cue_judge_stays_above_its_measured_floor_on_the_set_written_after_its_rules() -> None:
-    # next_states_fresh.json was scored once and never tuned on: 35/45 (78%); a floor, not a goal.
-    assert _right(_cases("next_states_fresh.json", "all")) >= 35 / 45
+def test_the_cue_judge_is_right_on_the_set_its_latest_rules_were_written_on() -> None:
+    # next_states_fresh.json: 35/45 on cues-v3, before cues-v4 was written on its misses.
+    assert _right(_cases("next_states_fresh.json", "tune")) == 1.0
+
+
+def test_the_cue_judge_stays_above_its_floor_on_a_set_written_blind_to_its_rules() -> None:
+    # next_states_blind.json (en, de, zh, fr, ja) was scored once on cues-v4 and never tuned
+    # on: 73/102. A floor, not the goal (nine in ten): a list of phrases does not get there.
+    assert _right(_cases("next_states_blind.json", "heldout")) >= 73 / 102

@@ -61,6 +61,8 @@ class Message(models.Model):
     class TurnType(models.TextChoices):
         MAIN = "main"
         SIDE = "side"
+        # sampled beside an answer the user disliked, to compare it with: never shown
+        UNSEEN = "unseen"
 
     class Status(models.TextChoices):
         COMPLETE = "complete"

@@ -56,7 +56,9 @@ class TranscriptEntry:
 def transcript(*, conversation: Conversation, viewer: Any = None) -> list[TranscriptEntry]:
     """The selected path through the conversation tree, with sibling navigation and feedback."""
     messages = list(
-        conversation.messages.select_related("policy_version").order_by("created_at", "id")
+        conversation.messages.exclude(turn_type=Message.TurnType.UNSEEN)
+        .select_related("policy_version")
+        .order_by("created_at", "id")
     )
     children: dict[int | None, list[Message]] = {}
     for message in messages:
@@ -114,9 +116,9 @@ def prompt_messages(*, message: Message) -> list[dict[str, object]]:
 def transcript_entry(*, message: Message, viewer: Any = None) -> TranscriptEntry:
     """One message as the transcript shows it: its place among its siblings and its feedback."""
     siblings = list(
-        Message.objects.filter(
-            conversation=message.conversation_id, parent=message.parent_id
-        ).order_by("created_at", "id")
+        Message.objects.filter(conversation=message.conversation_id, parent=message.parent_id)
+        .exclude(turn_type=Message.TurnType.UNSEEN)
+        .order_by("created_at", "id")
     )
     ids = [sibling.pk for sibling in siblings]
     position = ids.index(message.pk)

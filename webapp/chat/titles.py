@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 TITLE_LENGTH = 60
 """The longest title shown in the sidebar, in characters (both kinds of title)."""
-TITLE_MAX_WORDS = 8
+TITLE_MAX_WORDS = 10
 """A reply with more words is a sentence, not a title (the prompt asks for 2 to 6)."""
 TITLE_MAX_TOKENS = 16
 REQUEST_CHARS = 600

@@ -125,13 +125,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
         html = await database_sync_to_async(fragments.render_message_by_id)(
             message=message, viewer=self.scope["user"]
         )
+        html = fragments.append_to_transcript(html)
         if self.conversation.title != title:  # the first message names the conversation
             html += fragments.conversation_item(conversation=self.conversation)
         slot, refusal = await self._take_slot()
         if slot is None:
             # The message is stored (and shown) all the same; opening the page again answers it.
             await self.send(
-                text_data=fragments.append_to_transcript(html)
+                text_data=html
                 + fragments.composer_state(
                     state="idle",
                     saved=True,
@@ -139,10 +140,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 )
             )
             return
-        await self.send(
-            text_data=fragments.append_to_transcript(html)
-            + fragments.composer_state(state="streaming", saved=True)
-        )
+        await self.send(text_data=html + fragments.composer_state(state="streaming", saved=True))
         await self._start(parent=message, rerender=False, slot=slot)
 
     async def _edit(self, message_id: Any, content: str) -> None:

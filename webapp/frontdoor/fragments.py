@@ -16,6 +16,7 @@ from django.utils.html import escape
 
 from webapp.chat.models import Conversation, Message
 from webapp.chat.rendering import render_markdown
+from webapp.chat.titles import title_fragments
 from webapp.frontdoor.selectors import PageEntry, page_entry, page_transcript
 
 
@@ -54,11 +55,9 @@ def render_transcript(*, conversation: Conversation, viewer: Any) -> str:
 
 
 def conversation_item(*, conversation: Conversation) -> str:
-    """The conversation's entry in the list, replacing the one on the page."""
-    return render_to_string(
-        "chat/_conversation_item.html",
-        {"conversation": conversation, "current_id": conversation.pk},
-    )
+    """The conversation's entry in the list and the page header's title, replacing those on
+    the page (its title changed)."""
+    return title_fragments(conversation)
 
 
 def append_to_transcript(html: str) -> str:

@@ -79,6 +79,7 @@ class Judgement(models.Model):
         FEEDBACK = "feedback"
         PRM = "prm"
         SESSION_END = "session_end"
+        UNSEEN = "unseen"  # an answer the user never saw, beside one they disliked
 
     message = models.ForeignKey("chat.Message", on_delete=models.CASCADE, related_name="judgements")
     fingerprint = models.CharField(max_length=64)

@@ -26,6 +26,7 @@ from webapp.chat.feedback_spec import feedback_state
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.chat.selectors import prompt_path
 from webapp.core.outbox import Task, enqueue, enqueue_each
+from webapp.learning.alternatives import alternatives_queue, unseen_fingerprint
 from webapp.learning.models import Judgement, Sample
 from webapp.learning.notify import push_learning_status
 from webapp.learning.selectors import lineage_owner_id, policy_version_live, versions_behind
@@ -217,7 +218,7 @@ def judgement_record(
         exclusion_reason=f"superseded by judgement {judgement.pk} of the same answer",
     )
     enqueue(Task.MAYBE_TRAIN)
-    Sample.objects.create(
+    sample = Sample.objects.create(
         message=message,
         judgement=judgement,
         kind=kind,
@@ -231,6 +232,7 @@ def judgement_record(
         group_key=str(message.parent_id or ""),
         policy_version=message.policy_version,
     )
+    alternatives_queue(sample=sample)
     return judgement
 
 
@@ -268,6 +270,9 @@ def sample_exclude(*, sample: Sample, reason: str = "excluded by an admin") -> S
 SKIP_REASON_MAX = 300
 
 
+NO_SIGNAL = "no signal"
+
+
 @transaction.atomic
 def message_judging_skip(
     *, message_id: int, reason: str, fingerprint: str | None = None, conversation_end: bool = False
@@ -290,6 +295,13 @@ def message_judging_skip(
             return False
     message.judging_skip_reason = reason[:SKIP_REASON_MAX]
     message.save(update_fields=["judging_skip_reason"])
+    if reason == NO_SIGNAL:
+        # The feedback was withdrawn: what it made is not trained (nor what was sampled beside
+        # a 👎 to compare it with).
+        Sample.objects.filter(
+            Q(message_id=message_id) | Q(judgement__fingerprint=unseen_fingerprint(message_id)),
+            status=Sample.Status.READY,
+        ).update(status=Sample.Status.SUPERSEDED, exclusion_reason="the feedback was withdrawn")
     return True
 
 

@@ -13,6 +13,7 @@ from trainer.judge_client import JudgeUnavailable
 from webapp.chat.models import Conversation
 from webapp.core.limits import judging_slot
 from webapp.core.outbox import Task
+from webapp.learning import alternatives
 from webapp.learning.workflows import judging, recovery, training
 
 JUDGE_RETRY = {
@@ -51,6 +52,13 @@ def finalize_conversation(self: CeleryTask, conversation_id: int) -> int | None:
         if not admitted:
             raise JudgeBusy(f"the owner of conversation {conversation_id} is at their limit")
         return judging.finalize_conversation(conversation_id, judge=judging.judge_from_settings())
+
+
+@shared_task(name=Task.SAMPLE_ALTERNATIVES.value)
+def sample_alternatives(sample_id: int) -> int:
+    """A bare 👎: the answers to compare it with (``webapp.learning.alternatives``). Not
+    retried: without them the 👎 still trains, as it did alone."""
+    return len(alternatives.alternatives_sample(sample_id=sample_id))
 
 
 @shared_task(name=Task.REQUEUE_PENDING.value)

@@ -121,7 +121,10 @@ async def test_the_answer_streams_as_markdown_and_is_stored_as_sampled(alice, fa
     question, reply = await messages_of(conversation)
     assert (question.role, question.content) == ("user", "Hi!")
     assert 'data-saved="1"' in frames[0] and "Hi!" in frames[0]
-    assert f'id="conversation-item-{conversation.pk}"' in frames[0]  # titled by the message
+    # Titled by the message: the list entry and the header, beside the transcript, not in it.
+    shown = re.search(r'<div id="transcript"[^>]*>.*?</article>\s*</div>', frames[0], re.S)
+    assert frames[0].index(f'id="conversation-item-{conversation.pk}"') > shown.end()
+    assert 'id="conversation-title-text" hx-swap-oob="true">Hi!</h1>' in frames[0]
     # The first text at once, then repaints (throttled: deltas coalesce) up to the whole answer.
     painted = [re.sub(r"<[^>]+>", "", f).strip() for f in deltas(frames)]
     assert painted[0] == "Hel" and painted[-1] == "Hello &lt;b&gt;there&lt;/b&gt;"

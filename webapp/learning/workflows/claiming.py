@@ -52,7 +52,7 @@ from webapp.learning.preferences import learning_paused
 from webapp.learning.selectors import policy_version_live, unused_by_algorithm
 
 ACTIVE = (TrainingUpdate.Status.QUEUED, TrainingUpdate.Status.RUNNING)
-_CANDIDATE_FIELDS = ("pk", "reward", "hint", "correction")
+_CANDIDATE_FIELDS = ("pk", "reward", "hint", "correction", "group_key")
 
 
 def claim_rules() -> ClaimRules:
@@ -106,14 +106,16 @@ def claimable_samples(*, algorithm: str, owner_id: int | None = None) -> QuerySe
 
 
 def _candidates(rows: Iterable[tuple[Any, ...]]) -> list[Candidate]:
-    """(pk, reward, hint, correction) rows, oldest first, as the claim rules see them."""
+    """(pk, reward, hint, correction, group key) rows, oldest first, as the claim rules see
+    them."""
     return [
         Candidate(
             key=pk,
             signed=is_signed(reward=reward, correction=correction),
             signal=has_signal(reward=reward, hint=hint, correction=correction),
+            group=group_key or None,
         )
-        for pk, reward, hint, correction in rows
+        for pk, reward, hint, correction, group_key in rows
     ]
 
 

@@ -82,7 +82,7 @@ def judge_message(
     if not (evidence.rating or evidence.user_hint or evidence.correction or evidence.next_state):
         services.message_judging_skip(
             message_id=message_id,
-            reason="no signal",
+            reason=services.NO_SIGNAL,
             fingerprint=evidence.fingerprint,
             conversation_end=conversation_end,
         )

@@ -1,0 +1,63 @@
+"""The answers the webapp samples beside a bare 👎 (``webapp.learning.alternatives``), in the
+replay: the policy that wrote the disliked answer writes ``n`` more to its prompt, each a
+reward-0 sample in the 👎's group, so the update compares them (a GRPO group)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from bench.answering import generate
+from bench.simulated_user import Answer
+from trainer.batch import Sample, trainer_sample
+
+
+def is_bare_dislike(sample: Sample) -> bool:
+    """As the webapp reads it: a −1 with no hint and no correction."""
+    return (
+        sample.reward is not None
+        and sample.reward < 0
+        and not sample.hint
+        and not sample.correction_token_ids
+    )
+
+
+def with_alternatives(
+    sample: Sample,
+    answer: Answer,
+    *,
+    model: Any,
+    tokenizer: Any,
+    n: int,
+    max_new_tokens: int,
+    temperature: float,
+    seed: int,
+) -> list[Sample]:
+    """``sample``, and when it is a bare 👎, it in a group with ``n`` answers sampled beside it."""
+    if n <= 0 or not is_bare_dislike(sample):
+        return [sample]
+    group = f"prompt:{seed}:{answer.prompt}"
+    others = generate(
+        model,
+        tokenizer,
+        [answer.prompt] * n,
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        seed=seed,
+    )
+    unseen = [
+        trainer_sample(
+            tokenizer,
+            prompt_messages=[{"role": "user", "content": answer.prompt}],
+            prompt_token_ids=other.prompt_token_ids,
+            response_token_ids=other.response_token_ids,
+            response_logprobs=other.logprobs,
+            reward=0.0,
+            hint=None,
+            correction="",
+            group_id=group,
+        )
+        for other in others
+        if other.response_token_ids
+    ]
+    return [dataclasses.replace(sample, group_id=group), *unseen]
