@@ -10,16 +10,7 @@ from typing import Any
 from bench.answering import generate
 from bench.simulated_user import Answer
 from trainer.batch import Sample, trainer_sample
-
-
-def is_bare_dislike(sample: Sample) -> bool:
-    """As the webapp reads it: a −1 with no hint and no correction."""
-    return (
-        sample.reward is not None
-        and sample.reward < 0
-        and not sample.hint
-        and not sample.correction_token_ids
-    )
+from trainer.claim import is_bare_dislike
 
 
 def with_alternatives(
@@ -34,7 +25,10 @@ def with_alternatives(
     seed: int,
 ) -> list[Sample]:
     """``sample``, and when it is a bare 👎, it in a group with ``n`` answers sampled beside it."""
-    if n <= 0 or not is_bare_dislike(sample):
+    bare = is_bare_dislike(
+        reward=sample.reward, hint=sample.hint, correction=sample.correction_token_ids
+    )
+    if n <= 0 or not bare:
         return [sample]
     group = f"prompt:{seed}:{answer.prompt}"
     others = generate(

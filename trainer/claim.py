@@ -93,6 +93,17 @@ def has_signal(*, reward: float | None, hint: object, correction: object) -> boo
     return is_signed(reward=reward, correction=correction) or bool(hint)
 
 
+def is_bare_dislike(*, reward: float | None, hint: object, correction: object) -> bool:
+    """A −1 with nothing said (no hint, no correction): the answers sampled beside it give it
+    something to be compared with (a group).
+
+    >>> is_bare_dislike(reward=-1.0, hint="", correction=""), is_bare_dislike(
+    ...     reward=-1.0, hint="Shorter.", correction="")
+    (True, False)
+    """
+    return reward is not None and reward < 0 and not hint and not correction
+
+
 def is_due(*, signal: int, oldest_wait_s: float, rules: ClaimRules, force: bool = False) -> bool:
     """An update is due: samples with a signal fill a batch, the oldest has waited long
     enough, or ``force``; never without a sample with a signal (it would train nothing).

@@ -26,16 +26,20 @@ def test_a_bare_thumbs_down_comes_with_the_answers_sampled_beside_it(monkeypatch
     monkeypatch.setattr(replay_alternatives, "generate", generate)
     thumbs = react(SURE, answer.text, "thumbs", token_ids=answer.response_token_ids)
     disliked, _ = judged_sample(answer, thumbs, tokenizer)
-    group = with_alternatives(
-        disliked,
-        answer,
-        model=None,
-        tokenizer=tokenizer,
-        n=3,
-        max_new_tokens=8,
-        temperature=0.7,
-        seed=1,
-    )
+
+    def beside(sample, n: int = 3):
+        return with_alternatives(
+            sample,
+            answer,
+            model=None,
+            tokenizer=tokenizer,
+            n=n,
+            max_new_tokens=8,
+            temperature=0.7,
+            seed=1,
+        )
+
+    group = beside(disliked)
     assert asked == [["What is gravity?"] * 3]
     assert [s.reward for s in group] == [-1.0, 0.0, 0.0, 0.0]
     assert len({s.group_id for s in group}) == 1 and group[0].group_id
@@ -44,26 +48,7 @@ def test_a_bare_thumbs_down_comes_with_the_answers_sampled_beside_it(monkeypatch
     # A 👎 with a correction, and n = 0, come alone.
     corrected = react(SURE, answer.text, "corrections", token_ids=answer.response_token_ids)
     sample, _ = judged_sample(answer, corrected, tokenizer)
-    assert with_alternatives(
-        sample,
-        answer,
-        model=None,
-        tokenizer=tokenizer,
-        n=3,
-        max_new_tokens=8,
-        temperature=0.7,
-        seed=1,
-    ) == [sample]
-    assert with_alternatives(
-        disliked,
-        answer,
-        model=None,
-        tokenizer=tokenizer,
-        n=0,
-        max_new_tokens=8,
-        temperature=0.7,
-        seed=1,
-    ) == [disliked]
+    assert beside(sample) == [sample] and beside(disliked, n=0) == [disliked]
     assert len(asked) == 1
 
 

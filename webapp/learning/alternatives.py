@@ -19,6 +19,7 @@ import logging
 from django.conf import settings
 from django.db import transaction
 
+from trainer.claim import is_bare_dislike as bare_dislike
 from webapp.chat.models import Message
 from webapp.core.outbox import Task, enqueue
 from webapp.inference import (
@@ -39,13 +40,9 @@ def unseen_fingerprint(disliked_id: int) -> str:
 
 
 def is_bare_dislike(sample: Sample) -> bool:
-    """A 👎 (or a −1 verdict) with nothing said: no hint, no correction."""
-    return (
-        sample.reward is not None
-        and sample.reward < 0
-        and not sample.hint
-        and not sample.correction
-        and sample.message.turn_type == Message.TurnType.MAIN
+    """A 👎 (or a −1 verdict) on a main answer with nothing said: no hint, no correction."""
+    return sample.message.turn_type == Message.TurnType.MAIN and bare_dislike(
+        reward=sample.reward, hint=sample.hint, correction=sample.correction
     )
 
 
