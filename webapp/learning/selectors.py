@@ -159,19 +159,17 @@ class LearningStatus:
     detail: str
 
 
-def _plain(sample: Sample | None, detail: str) -> str:
+def _plain(sample: Sample | None, *, unused: str) -> str:
     if sample is None:
         return "Read: nothing to learn from it"
     if sample.status in (Sample.Status.EXCLUDED, Sample.Status.SUPERSEDED):
         return "Not used for learning"
     if sample.status == Sample.Status.READY:
-        if "not trained:" in detail:
+        if unused:
             return "Kept: the current training does not use it"
-        return (
-            "Will be learnt in a later update"
-            if sample.refusals
-            else ("Will be learnt in the next update")
-        )
+        if sample.refusals:
+            return "Will be learnt in a later update"
+        return "Will be learnt in the next update"
     version = sample.update.produced_version if sample.update else None
     if version is None:
         return "Being learnt"
@@ -186,12 +184,13 @@ def _status(judgement: Judgement, sample: Sample | None) -> LearningStatus:
         parts.append("hint taken")
     if sample is not None and sample.status == sample.Status.READY and sample.refusals:
         parts.append(f"waiting to train again (refused by the gate {sample.refusals}×)")
+    unused = ""
     if sample is not None and sample.status == sample.Status.READY:
         unused = sample_unused_reason(
             kind=sample.kind, hint=sample.hint, correction=sample.correction
         )
-        if unused:
-            parts.append(f"not trained: {unused}")
+    if unused:
+        parts.append(f"not trained: {unused}")
     if sample is not None and sample.status == sample.Status.EXCLUDED:
         reason = f": {sample.exclusion_reason}" if sample.exclusion_reason else ""
         parts.append(f"excluded from training{reason}")
@@ -202,4 +201,4 @@ def _status(judgement: Judgement, sample: Sample | None) -> LearningStatus:
         else:
             parts.append(f"trained into {version.label}")
     detail = " · ".join(parts)
-    return LearningStatus(text=_plain(sample, detail), detail=detail)
+    return LearningStatus(text=_plain(sample, unused=unused), detail=detail)
