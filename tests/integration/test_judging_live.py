@@ -101,3 +101,39 @@ def test_the_llm_judge_on_vllm_gets_votes_that_all_parse(stack) -> None:
     texts = complete_n(endpoint, messages, 3, choices=VOTE_CHOICES)
     assert len(texts) == 3 and all(text in VOTE_CHOICES for text in texts)
     assert all(parse_vote(text) is not None for text in texts)
+
+
+def test_a_bare_thumbs_down_gets_answers_sampled_beside_it_by_the_real_worker(
+    stack, stack_api_key
+) -> None:
+    """The judge worker judges the 👎, then samples the answers to compare it with from vLLM:
+    hidden siblings, each a reward-0 sample in the 👎's group."""
+    client = openai.OpenAI(
+        base_url=stack.web_url + "/v1", api_key=stack_api_key, max_retries=0, timeout=120
+    )
+    answer = client.chat.completions.create(
+        model="parley",
+        messages=[{"role": "user", "content": "Name a fruit."}],
+        max_tokens=12,
+        extra_headers={"X-Session-Id": "judging-live-alternatives"},
+    )
+    posted = httpx.post(
+        stack.web_url + "/v1/feedback",
+        json={"completion_id": answer.id, "rating": -1},
+        headers={"Authorization": f"Bearer {stack_api_key}"},
+        timeout=30,
+    )
+    assert posted.status_code == 200, posted.text
+    rows = _wait_for(
+        stack,
+        "SELECT s.reward, s.group_key, m.turn_type, m.selected, length(m.content) "
+        "FROM learning_sample s JOIN chat_message m ON m.id = s.message_id "
+        "WHERE m.parent_id = (SELECT parent_id FROM chat_message WHERE completion_id = %s) "
+        "ORDER BY s.id",
+        (answer.id,),
+        expected_rows=4,
+    )
+    (disliked, *unseen) = rows
+    assert disliked[0] == -1.0 and disliked[2] == "main"
+    assert len(unseen) == 3
+    assert all(r[0] == 0.0 and r[1] == disliked[1] and r[2:4] == ("unseen", False) for r in unseen)
