@@ -13,15 +13,19 @@ ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 
 
-def start_worker(queue: str, name: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """A real Celery worker on one queue, in its own process group (so it can be killed whole)."""
+def start_worker(
+    queue: str, name: str, env: dict[str, str], *, app: str = "webapp"
+) -> subprocess.Popen[bytes]:
+    """A real Celery worker on one queue, in its own process group (so it can be killed whole).
+    ``app``: the module of its Celery app (``bench.modelled_training``: updates take a set time
+    instead of training)."""
     return subprocess.Popen(
         [
             PYTHON,
             "-m",
             "celery",
             "-A",
-            "webapp",
+            app,
             "worker",
             "-Q",
             queue,

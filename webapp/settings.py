@@ -290,6 +290,9 @@ TRAIN_REFINE_MAX_TOKENS = env_int("PARLEY_TRAIN_REFINE_MAX_TOKENS", -1)
 # Rewards of an update's answers minus their mean (UpdateConfig.batch_baseline): an update whose
 # answers were all liked, or all disliked, carries no reward signal; corrections and hints train.
 TRAIN_BATCH_BASELINE = env_bool("PARLEY_TRAIN_BATCH_BASELINE", UpdateConfig.batch_baseline)
+# Updates of different lineages that run at once across the deployment (the train worker
+# slots; the Procfile's train worker runs this many). One lineage never has two at once.
+TRAIN_WORKERS = max(1, env_int("PARLEY_TRAIN_WORKERS", 1))
 # More than 1: each update runs as that many processes, one per GPU (accelerate launch).
 TRAIN_PROCESSES = env_int("PARLEY_TRAIN_PROCESSES", 1)
 # The probe gate refuses a candidate that is broken or worse, never one that is different:

@@ -1,7 +1,8 @@
 """Celery entry points of the learning loop (found by autodiscovery); each calls one workflow.
 
-Judging runs on queue ``judge``; ``maybe_train`` and ``train_update`` on queue ``train`` (one
-worker, concurrency 1). Routes are in webapp/celery.py, names in webapp.core.outbox.Task.
+Judging runs on queue ``judge``; ``maybe_train`` and ``train_update`` on queue ``train``
+(``PARLEY_TRAIN_WORKERS`` worker processes, one update each). Routes are in webapp/celery.py,
+names in webapp.core.outbox.Task.
 """
 
 from __future__ import annotations
@@ -68,8 +69,9 @@ def requeue_pending() -> dict[str, int]:
 
 
 @shared_task(name=Task.MAYBE_TRAIN.value)
-def maybe_train() -> int | None:
-    """Queue an update if enough samples are ready (after judging, and periodically)."""
+def maybe_train() -> list[int]:
+    """Queue updates while batches are due and train slots free (after judging, after an
+    update, and periodically)."""
     return training.maybe_train()
 
 

@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 
 from tests.factories import AnswerFactory
-from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
+from tests.webapp.learning.updates import user_samples
+from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.preferences import learning_pause_set
 from webapp.learning.selectors import policy_version_for, policy_version_live
 from webapp.learning.workflows import claiming
@@ -58,34 +59,6 @@ class FakeRun:
         )
 
 
-def _samples(user, n: int, *, reward: float = 1.0) -> list[Sample]:
-    """``n`` judged answers in ``user``'s conversations, each a ready sample."""
-    out = []
-    for i in range(n):
-        answer = AnswerFactory(
-            parent__conversation__owner=user,
-            parent__content=f"{user.username} q{i}",
-            policy_version=policy_version_for(user=user),
-        )
-        judgement = Judgement.objects.create(
-            message=answer, fingerprint=f"f{i}", source="feedback", score=int(reward)
-        )
-        out.append(
-            Sample.objects.create(
-                message=answer,
-                judgement=judgement,
-                kind="rl",
-                reward=reward,
-                prompt_token_ids=[1, 2],
-                response_token_ids=[5, 6],
-                response_logprobs=[-1.0, -1.0],
-                prompt_messages=[{"role": "user", "content": f"q{i}"}],
-                policy_version=answer.policy_version,
-            )
-        )
-    return out
-
-
 def _train_next(run: FakeRun, push: FakePush, *, force: bool = False) -> TrainingUpdate:
     update = claiming.training_update_maybe_queue(force=force)
     assert update is not None
@@ -100,7 +73,7 @@ def _ids(samples: list[Sample]) -> list[int]:
 
 def test_a_users_feedback_trains_only_their_own_lineage(settings, alice, bob) -> None:
     settings.TRAIN_BATCH_SIZE = 2
-    alices, bobs = _samples(alice, 2), _samples(bob, 2)
+    alices, bobs = user_samples(alice, 2), user_samples(bob, 2)
     run, push = FakeRun(), FakePush()
 
     first = _train_next(run, push)
@@ -133,13 +106,13 @@ def test_a_new_user_starts_from_the_shared_live_version_then_from_their_own(
     policy_version_publish(version=shared, push=FakePush())
     run, push = FakeRun(), FakePush()
 
-    _samples(alice, 1)
+    user_samples(alice, 1)
     first = _train_next(run, push)
     assert first.base_version == shared and run.jobs[0].init_adapter_dir == str(shared_dir)
     own = first.produced_version
     assert own.owner == alice and own.parent == shared
 
-    _samples(alice, 1)
+    user_samples(alice, 1)
     second = _train_next(run, push)
     assert second.base_version == own and run.jobs[1].init_adapter_dir == own.adapter_path
     assert policy_version_live() == shared  # her updates never moved the shared lineage
@@ -147,10 +120,10 @@ def test_a_new_user_starts_from_the_shared_live_version_then_from_their_own(
 
 def test_the_batch_threshold_is_per_user(settings, alice, bob) -> None:
     settings.TRAIN_BATCH_SIZE = 3
-    _samples(alice, 2)
-    _samples(bob, 2)
+    user_samples(alice, 2)
+    user_samples(bob, 2)
     assert claiming.training_update_maybe_queue() is None  # four ready, but nobody has three
-    _samples(bob, 1)
+    user_samples(bob, 1)
     update = claiming.training_update_maybe_queue()
     assert update is not None and update.owner == bob
 
@@ -161,12 +134,12 @@ def test_answers_without_feedback_alone_train_no_version(settings, alice, scope)
     # a user who only asked questions got an update with loss 0 and a version of their own).
     settings.LEARNING_SCOPE = scope
     settings.TRAIN_BATCH_SIZE = 3
-    _samples(alice, 5, reward=0.0)
+    user_samples(alice, 5, reward=0.0)
     assert claiming.training_update_maybe_queue() is None
     assert claiming.training_update_maybe_queue(force=True) is None
-    _samples(alice, 1, reward=-1.0)  # one 👎: something to learn, not yet a batch of it
+    user_samples(alice, 1, reward=-1.0)  # one 👎: something to learn, not yet a batch of it
     assert claiming.training_update_maybe_queue() is None
-    disliked = _samples(alice, 2, reward=-1.0)
+    disliked = user_samples(alice, 2, reward=-1.0)
     update = claiming.training_update_maybe_queue()
     assert update is not None
     claimed = claiming.training_update_claim(update_id=update.pk)
@@ -175,8 +148,8 @@ def test_answers_without_feedback_alone_train_no_version(settings, alice, scope)
 
 def test_the_wait_trigger_is_per_user(settings, alice, bob) -> None:
     settings.TRAIN_BATCH_SIZE = 8
-    _samples(alice, 1)
-    waited = _samples(bob, 1)
+    user_samples(alice, 1)
+    waited = user_samples(bob, 1)
     Sample.objects.filter(pk__in=_ids(waited)).update(
         created_at=waited[0].created_at - timedelta(hours=2)
     )
@@ -187,22 +160,24 @@ def test_the_wait_trigger_is_per_user(settings, alice, bob) -> None:
 def test_users_with_ready_batches_take_turns(settings, alice, bob) -> None:
     """Alice floods feedback; bob's one batch still goes next after one update of hers."""
     settings.TRAIN_BATCH_SIZE = 2
-    _samples(alice, 10)
-    _samples(bob, 2)
+    user_samples(alice, 10)
+    user_samples(bob, 2)
     run, push = FakeRun(), FakePush()
     owners = [_train_next(run, push).owner for _ in range(4)]
-    # Both never trained: alice's samples are older, so she goes first; then bob, whose last
-    # update (none) is older than hers; then she and he alternate while both have a batch.
+    # Both never trained: alice's samples are older, so she goes first; then bob, whose
+    # feedback has waited since before her update, while hers waits only from her update on;
+    # then alice alone.
     assert owners == [alice, bob, alice, alice]
     assert Sample.objects.filter(message__conversation__owner=bob, status="ready").count() == 0
-    _samples(bob, 2)
-    assert _train_next(run, push).owner == bob  # his last update is older than alice's
+    user_samples(bob, 2)
+    # Her feedback waits from her last update, before his new feedback came: she goes, then he.
+    assert [_train_next(run, push).owner for _ in range(2)] == [alice, bob]
 
 
 def test_one_update_at_a_time_across_users(settings, alice, bob) -> None:
     settings.TRAIN_BATCH_SIZE = 1
-    _samples(alice, 1)
-    _samples(bob, 1)
+    user_samples(alice, 1)
+    user_samples(bob, 1)
     first = claiming.training_update_maybe_queue()
     assert first is not None
     assert claiming.training_update_maybe_queue() is None  # bob waits for alice's to finish
@@ -211,11 +186,11 @@ def test_one_update_at_a_time_across_users(settings, alice, bob) -> None:
 def test_rollback_is_per_lineage(settings, alice, bob) -> None:
     settings.TRAIN_BATCH_SIZE = 1
     run, push = FakeRun(), FakePush()
-    _samples(alice, 1)
+    user_samples(alice, 1)
     alice_first = _train_next(run, push).produced_version
-    _samples(bob, 1)
+    user_samples(bob, 1)
     bob_first = _train_next(run, push).produced_version
-    _samples(alice, 1)
+    user_samples(alice, 1)
     alice_second = _train_next(run, push).produced_version
     assert policy_version_for(user=alice) == alice_second
 
@@ -231,7 +206,7 @@ def test_rollback_is_per_lineage(settings, alice, bob) -> None:
 def test_shared_scope_trains_one_lineage_on_everyones_feedback(settings, alice, bob) -> None:
     settings.LEARNING_SCOPE = "shared"
     settings.TRAIN_BATCH_SIZE = 4
-    samples = _samples(alice, 2) + _samples(bob, 2)
+    samples = user_samples(alice, 2) + user_samples(bob, 2)
     update = _train_next(FakeRun(), FakePush())
     # four ready: too few to leave any fresh (PARLEY_GATE_FRESH_SAMPLES needs four times as many)
     assert update.owner is None and sorted(update.summary["sample_ids"]) == sorted(_ids(samples))
@@ -250,12 +225,12 @@ def test_an_answers_age_counts_only_versions_of_its_owners_lineage(settings, ali
     answer = AnswerFactory(parent__conversation__owner=alice)  # served by the shared base
     run, push = FakeRun(), FakePush()
     for _ in range(3):
-        _samples(bob, 1)
+        user_samples(bob, 1)
         _train_next(run, push)
     assert policy_version_for(user=bob).number == 3
     assert ineligibility(message=answer) is None
     for _ in range(2):
-        _samples(alice, 1)
+        user_samples(alice, 1)
         _train_next(run, push)
     assert policy_version_for(user=alice).number == 5
     assert "more than 1 behind" in ineligibility(message=answer)
@@ -268,9 +243,9 @@ def test_resetting_a_lineage_goes_back_to_the_shared_version_and_trains_from_it(
 
     settings.TRAIN_BATCH_SIZE = 1
     run, push = FakeRun(), FakePush()
-    _samples(alice, 1)
+    user_samples(alice, 1)
     first = _train_next(run, push).produced_version
-    _samples(bob, 1)
+    user_samples(bob, 1)
     bobs = _train_next(run, push).produced_version
 
     assert policy_lineage_reset(owner_id=alice.pk) == first
@@ -279,7 +254,7 @@ def test_resetting_a_lineage_goes_back_to_the_shared_version_and_trains_from_it(
     assert policy_version_for(user=bob) == bobs  # bob's lineage is not touched
     assert policy_lineage_reset(owner_id=alice.pk) is None  # nothing live to reset
 
-    _samples(alice, 1)
+    user_samples(alice, 1)
     again = _train_next(run, push)
     assert again.base_version.number == 0 and run.jobs[-1].init_adapter_dir is None
     assert policy_version_for(user=alice) == again.produced_version
@@ -288,9 +263,9 @@ def test_resetting_a_lineage_goes_back_to_the_shared_version_and_trains_from_it(
 def test_a_paused_users_samples_are_recorded_but_not_trained(settings, alice, bob) -> None:
     settings.TRAIN_BATCH_SIZE = 2
     learning_pause_set(user=alice, paused=True)
-    alices = _samples(alice, 4)
+    alices = user_samples(alice, 4)
     assert claiming.training_update_maybe_queue(force=True) is None  # only hers are ready
-    bobs = _samples(bob, 2)
+    bobs = user_samples(bob, 2)
     run, push = FakeRun(), FakePush()
     update = _train_next(run, push)
     assert update.owner == bob and update.summary["sample_ids"] == _ids(bobs)
@@ -303,7 +278,7 @@ def test_a_paused_users_samples_are_recorded_but_not_trained(settings, alice, bo
 
 def test_an_update_queued_before_its_owner_paused_trains_nothing(settings, alice) -> None:
     settings.TRAIN_BATCH_SIZE = 1
-    samples = _samples(alice, 1)
+    samples = user_samples(alice, 1)
     update = claiming.training_update_maybe_queue()
     assert update is not None and update.owner == alice
     learning_pause_set(user=alice, paused=True)
@@ -320,7 +295,7 @@ def test_in_shared_scope_a_paused_users_samples_stay_out_of_the_shared_batch(
     settings.LEARNING_SCOPE = "shared"
     settings.TRAIN_BATCH_SIZE = 4
     learning_pause_set(user=alice, paused=True)
-    alices, bobs = _samples(alice, 2), _samples(bob, 2)
+    alices, bobs = user_samples(alice, 2), user_samples(bob, 2)
     update = _train_next(FakeRun(), FakePush(), force=True)
     assert update.owner is None and update.summary["sample_ids"] == _ids(bobs)
     assert Sample.objects.filter(pk__in=_ids(alices), status="ready").count() == 2

@@ -22,18 +22,32 @@ def test_the_base_probe_kept_on_version_0_leaves_out_one_updates_held_back_answe
     assert training.base_probe_cached() == {"probe_ppl": 20.0, "degenerate_repeating": 0.0}
 
 
-def test_the_training_lock_is_single_flight() -> None:
+def _lineage_key(owner_id: int | None) -> list[int]:
+    return [training.TRAINING_LOCK_KEY, training.lineage_lock_key(owner_id)]
+
+
+def test_the_training_lock_is_single_flight_per_lineage() -> None:
     from django.db import connections
 
-    with training.training_lock() as first:
+    with training.training_lock(7) as first:
         assert first
         other = connections.create_connection("default")
         try:
             with other.cursor() as cursor:
-                cursor.execute("SELECT pg_try_advisory_lock(%s)", [training.TRAINING_LOCK_KEY])
-                assert cursor.fetchone()[0] is False
+                cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", _lineage_key(7))
+                assert cursor.fetchone()[0] is False  # the same lineage waits
+                cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", _lineage_key(8))
+                assert cursor.fetchone()[0] is True  # another lineage trains alongside
+                cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", _lineage_key(None))
+                assert cursor.fetchone()[0] is True  # and so does the shared one
         finally:
             other.close()
+
+
+def test_lineage_lock_keys_are_32_bit_and_apart_from_the_shared_lineage() -> None:
+    keys = [training.lineage_lock_key(owner) for owner in (1, 2, 2**31 - 2, 2**31 - 1, 2**40)]
+    assert all(0 < key < 2**31 for key in keys) and training.lineage_lock_key(None) == 0
+    assert len(set(keys[:3])) == 3
 
 
 def test_train_update_trains_gates_and_publishes_once(settings, tmp_path, pushed) -> None:
@@ -81,7 +95,7 @@ def test_a_candidate_the_gate_rejects_is_not_published(settings, tmp_path, pushe
     assert pushed == [] and policy_version_live().number == 0
 
 
-def test_train_update_waits_while_another_update_holds_the_lock(pushed) -> None:
+def test_train_update_waits_while_another_update_of_its_lineage_holds_the_lock(pushed) -> None:
     from django.db import connections
 
     ready_samples(1)
@@ -89,7 +103,7 @@ def test_train_update_waits_while_another_update_holds_the_lock(pushed) -> None:
     other = connections.create_connection("default")
     try:
         with other.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_lock(%s)", [training.TRAINING_LOCK_KEY])
+            cursor.execute("SELECT pg_advisory_lock(%s, %s)", _lineage_key(update.owner_id))
         run = FakeRun()
         with pytest.raises(TrainingBusy):
             train_update(update.pk, run=run, push=pushed)

@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 
 from tests.factories import AnswerFactory
 from webapp.learning.models import Judgement, Sample
-from webapp.learning.selectors import policy_version_live
+from webapp.learning.selectors import policy_version_for, policy_version_live
 from webapp.learning.workflows.training import TrainJob, TrainResult
 
 
@@ -75,3 +75,31 @@ class FakeRun:
             passed=self.passed,
             reasons=[] if self.passed else ["probe KL 9.0 > 0.5"],
         )
+
+
+def user_samples(user, n: int, *, reward: float = 1.0) -> list[Sample]:
+    """``n`` judged answers in ``user``'s conversations, each a ready sample."""
+    out = []
+    for i in range(n):
+        answer = AnswerFactory(
+            parent__conversation__owner=user,
+            parent__content=f"{user.username} q{i}",
+            policy_version=policy_version_for(user=user),
+        )
+        judgement = Judgement.objects.create(
+            message=answer, fingerprint=f"f{i}", source="feedback", score=int(reward)
+        )
+        out.append(
+            Sample.objects.create(
+                message=answer,
+                judgement=judgement,
+                kind="rl",
+                reward=reward,
+                prompt_token_ids=[1, 2],
+                response_token_ids=[5, 6],
+                response_logprobs=[-1.0, -1.0],
+                prompt_messages=[{"role": "user", "content": f"q{i}"}],
+                policy_version=answer.policy_version,
+            )
+        )
+    return out

@@ -4,15 +4,19 @@ The rules themselves are ``trainer.claim`` (pure, shared with the offline replay
 reads the rows they apply to from PostgreSQL and writes what they chose.
 
 - Trigger: ready samples with a signal (a reward, a hint or a correction) fill
-  ``PARLEY_TRAIN_BATCH_SIZE``, or the oldest of them has waited ``PARLEY_TRAIN_MAX_WAIT_S``;
-  one update is queued at a time (single flight).
+  ``PARLEY_TRAIN_BATCH_SIZE``, or the oldest of them has waited ``PARLEY_TRAIN_MAX_WAIT_S``.
+- Single flight per lineage: never two updates of one lineage at once. Updates of different
+  lineages run side by side, up to ``PARLEY_TRAIN_WORKERS`` at once (the train worker slots of
+  the whole deployment; 1: one update at a time).
 - Pause: a user who paused learning ("My model") has their samples recorded but not trained;
   the trigger and the batch leave them out until they resume.
-- Lineages: with ``PARLEY_LEARNING_SCOPE=user`` the trigger counts each user's samples apart,
-  an update trains one user's samples into that user's lineage, and users with a due batch take
-  turns: the one whose last update is oldest goes first, so nobody's flood of feedback delays
-  another user's update by more than one update. With ``shared``, one lineage trains on
-  everyone's.
+- Lineages: with ``PARLEY_LEARNING_SCOPE=user`` the trigger counts each user's samples apart and
+  an update trains one user's samples into that user's lineage. Among lineages with a due
+  batch and no update running, the one whose feedback has waited longest goes first, a wait
+  counted from the feedback's arrival or from the lineage's last update, whichever is later
+  (feedback that arrived before that update was the lineage's turn, and the batch size left it
+  out). So nobody's flood of feedback delays another user's update by more than one update of
+  theirs. With ``shared``, one lineage trains on everyone's.
 - The claim fixes the batch, the fresh samples left for the next update and the held-back ones
   the gate scores, in the update's summary. Samples are marked consumed only when the finished
   update is recorded (``workflows.publishing``), so a crashed update leaves them ready.
@@ -30,7 +34,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max, QuerySet
 from django.utils import timezone
 
@@ -52,6 +56,7 @@ from webapp.learning.preferences import learning_paused
 from webapp.learning.selectors import policy_version_live, unused_by_algorithm
 
 ACTIVE = (TrainingUpdate.Status.QUEUED, TrainingUpdate.Status.RUNNING)
+QUEUE_LOCK_KEY = 0x50415251  # "PARQ": queueing updates, one caller at a time
 _CANDIDATE_FIELDS = ("pk", "reward", "hint", "correction", "group_key")
 
 
@@ -154,38 +159,60 @@ def _due_lineages(*, force: bool) -> dict[int | None, Any]:
     }
 
 
-def next_lineage_owner(*, force: bool = False) -> int | None:
-    """The user whose update goes next (``PARLEY_LEARNING_SCOPE=user``), or None if nobody's
-    batch is due. Among users with a due batch, the one whose last update is oldest (never
-    updated: first of all), then the one whose oldest sample with a signal is oldest."""
+def lineage_waits(*, force: bool = False) -> dict[int | None, Any]:
+    """Each lineage with a due batch and no update running (None: the shared lineage) → since
+    when its feedback has waited: its oldest sample with a signal, or its last update's start
+    where that is later."""
     due = _due_lineages(force=force)
-    if not due:
-        return None
+    running = set(
+        TrainingUpdate.objects.filter(status__in=ACTIVE).values_list("owner_id", flat=True)
+    )
+    waiting = {owner: oldest for owner, oldest in due.items() if owner not in running}
     last = dict(
-        TrainingUpdate.objects.filter(owner_id__in=list(due))
+        TrainingUpdate.objects.filter(owner_id__in=[o for o in waiting if o is not None])
         .values("owner_id")
         .annotate(last=Max("created_at"))
         .values_list("owner_id", "last")
     )
-    return min(due, key=lambda owner: (owner in last, last.get(owner), due[owner], owner))
+    if None in waiting:
+        shared_last = TrainingUpdate.objects.filter(owner_id=None).aggregate(last=Max("created_at"))
+        last[None] = shared_last["last"]
+    return {
+        owner: max(oldest, last[owner]) if last.get(owner) else oldest
+        for owner, oldest in waiting.items()
+    }
+
+
+def next_lineage_owner(*, force: bool = False) -> int | None:
+    """The user whose update goes next (``PARLEY_LEARNING_SCOPE=user``), or None if no
+    lineage without a running update has a due batch: the one whose feedback has waited
+    longest (``lineage_waits``)."""
+    waits = lineage_waits(force=force)
+    if not waits:
+        return None
+    return min(waits, key=lambda owner: (waits[owner], owner or 0))
 
 
 @transaction.atomic
 def training_update_maybe_queue(*, force: bool = False) -> TrainingUpdate | None:
-    """Queue an update when enough samples are ready (or waited long enough); one at a time.
+    """Queue the next lineage's update when its batch is due and a train slot is free.
 
-    Per user, in turn, with ``PARLEY_LEARNING_SCOPE=user``; over everyone's with ``shared``.
+    Single flight per lineage, at most ``PARLEY_TRAIN_WORKERS`` updates at once; per user, in
+    order of waiting (``lineage_waits``), with ``PARLEY_LEARNING_SCOPE=user``; over everyone's
+    with ``shared``. ``training_updates_queue`` fills every free slot.
     """
+    # Lock the active updates, and every caller behind one lock, so that two callers can
+    # neither queue two updates of one lineage nor pass the slot limit.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [QUEUE_LOCK_KEY])
+    if TrainingUpdate.objects.filter(status__in=ACTIVE).count() >= settings.TRAIN_WORKERS:
+        return None
     owner_id = None
     if settings.LEARNING_SCOPE == "user":
         owner_id = next_lineage_owner(force=force)
         if owner_id is None:
             return None
-    elif not _due_lineages(force=force):
-        return None
-    # Single flight: lock the table's queue head so two callers cannot both queue one.
-    list(TrainingUpdate.objects.select_for_update().filter(status__in=ACTIVE))
-    if TrainingUpdate.objects.filter(status__in=ACTIVE).exists():
+    elif not lineage_waits(force=force):
         return None
     config = update_config()
     update = TrainingUpdate.objects.create(
@@ -196,6 +223,17 @@ def training_update_maybe_queue(*, force: bool = False) -> TrainingUpdate | None
     )
     enqueue(Task.TRAIN_UPDATE, update.pk)
     return update
+
+
+def training_updates_queue(*, force: bool = False) -> list[TrainingUpdate]:
+    """Queue updates while train slots are free and lineages have a due batch."""
+    queued: list[TrainingUpdate] = []
+    while len(queued) < settings.TRAIN_WORKERS:
+        update = training_update_maybe_queue(force=force)
+        if update is None:
+            break
+        queued.append(update)
+    return queued
 
 
 @transaction.atomic

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
@@ -28,6 +28,8 @@ from trainer import publish
 from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.notify import push_learning_status
 from webapp.learning.selectors import policy_version_live
+
+VERSION_NUMBER_LOCK_KEY = 0x5041524E  # "PARN": numbering versions, one finish at a time
 
 
 class PublishFailed(RuntimeError):
@@ -132,6 +134,8 @@ def training_update_finish(
             "its weights are discarded and its other samples go to the next update",
         ]
         shutil.rmtree(adapter_dir, ignore_errors=True)
+    with connection.cursor() as cursor:  # updates of other lineages finish alongside
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [VERSION_NUMBER_LOCK_KEY])
     number = (PolicyVersion.objects.aggregate(n=Max("number"))["n"] or 0) + 1
     version = PolicyVersion.objects.create(
         number=number,

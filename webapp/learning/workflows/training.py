@@ -6,8 +6,9 @@ callable, ``TrainRun``: the train task passes the real one (``train_and_gate``),
 fake that writes an adapter folder. ``train_and_gate`` imports torch and transformers when it
 runs, so web and judge processes, which import this module, never load them.
 
-The update runs under a PostgreSQL advisory lock held by the train worker's connection: never
-two updates at once, and a worker that dies releases it with its connection. Run twice (a
+The update runs under a PostgreSQL advisory lock on its lineage, held by the train worker's
+connection: never two updates of one lineage at once, while train workers take updates of
+other lineages side by side; a worker that dies releases it with its connection. Run twice (a
 redelivered task), an update trains nothing again and only publishes the version the first run
 left unpublished.
 """
@@ -30,25 +31,33 @@ from webapp.core.outbox import Task, enqueue
 from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.workflows import claiming, publishing
 
-TRAINING_LOCK_KEY = 0x5041524C  # "PARL": the advisory lock id for single-flight training
+TRAINING_LOCK_KEY = 0x5041524C  # "PARL": the advisory lock class of single-flight training
 
 
 class TrainingBusy(RuntimeError):
-    """Another update holds the training lock; try again once it finishes."""
+    """Another update of the same lineage holds its training lock; try again once it finishes."""
+
+
+def lineage_lock_key(owner_id: int | None) -> int:
+    """The second half of a lineage's advisory lock (the shared lineage: 0); PostgreSQL's
+    two-key form takes 32-bit integers."""
+    return 0 if owner_id is None else 1 + (owner_id - 1) % 0x7FFFFFFE
 
 
 @contextlib.contextmanager
-def training_lock() -> Iterator[bool]:
-    """A session-level PostgreSQL advisory lock; yields whether this worker holds it."""
+def training_lock(owner_id: int | None = None) -> Iterator[bool]:
+    """A session-level PostgreSQL advisory lock on one lineage; yields whether this worker
+    holds it. Updates of other lineages take their own locks and run alongside."""
+    key = [TRAINING_LOCK_KEY, lineage_lock_key(owner_id)]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", [TRAINING_LOCK_KEY])
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", key)
         acquired = bool(cursor.fetchone()[0])
     try:
         yield acquired
     finally:
         if acquired:
             with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [TRAINING_LOCK_KEY])
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", key)
 
 
 @dataclass(frozen=True)
@@ -223,10 +232,9 @@ def base_probe_store(*, probe: dict[str, float]) -> None:
     PolicyVersion.objects.filter(number=0).update(probe_metrics=kept)
 
 
-def maybe_train() -> int | None:
-    """Queue an update if enough samples are ready; its id, or None."""
-    update = claiming.training_update_maybe_queue()
-    return update.pk if update else None
+def maybe_train() -> list[int]:
+    """Queue updates while train slots are free and batches are due; their ids."""
+    return [update.pk for update in claiming.training_updates_queue()]
 
 
 def train_update(
@@ -234,9 +242,12 @@ def train_update(
 ) -> int | None:
     """Train, gate and publish one update; the new version number (None: nothing to do).
 
-    Raises TrainingBusy while another update holds the lock.
+    Raises TrainingBusy while another update of its lineage holds the lineage's lock.
     """
-    with training_lock() as acquired:
+    owner_id = (
+        TrainingUpdate.objects.filter(pk=update_id).values_list("owner_id", flat=True).first()
+    )
+    with training_lock(owner_id) as acquired:
         if not acquired:
             raise TrainingBusy(f"update {update_id} waits for the training lock")
         update = claiming.training_update_claim(update_id=update_id)

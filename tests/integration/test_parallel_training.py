@@ -1,0 +1,144 @@
+"""Two real train workers on the real broker and PostgreSQL: updates of different lineages run
+at the same time, two updates of one lineage never do.
+
+The workers run Parley's own task, lock, claim, finish and publish; only the trainer takes a set
+time instead of training (``bench.modelled_training``), so the overlap is the schedule's, not
+the luck of two training runs' lengths on a busy machine (a real update of the real model in a
+killed worker: tests/integration/test_worker_faults.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from tests.factories import AnswerFactory
+from tests.helpers import send_json, start_worker
+from webapp.celery import app
+from webapp.learning.models import Judgement, Sample, TrainingUpdate
+from webapp.learning.selectors import policy_version_live
+
+pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
+
+UPDATE_S = 4.0
+
+
+class AdapterLoads(BaseHTTPRequestHandler):
+    """A serving replica that accepts every adapter load."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        send_json(self, {"ok": True})
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+@pytest.fixture
+def serving():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), AdapterLoads)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def _env(serving_url: str, adapters_dir) -> dict[str, str]:
+    from django.db import connection
+
+    db = connection.settings_dict
+    auth = quote(db["USER"]) + (":" + quote(db["PASSWORD"]) if db["PASSWORD"] else "")
+    host = quote(db["HOST"], safe="") + (f":{db['PORT']}" if db["PORT"] else "")
+    return dict(
+        os.environ,
+        PYTHONUNBUFFERED="1",
+        DATABASE_URL=f"postgres://{auth}@{host}/{db['NAME']}",
+        VLLM_BASE_URLS=serving_url,
+        PARLEY_LEARNING_SCOPE="user",
+        PARLEY_TRAIN_BATCH_SIZE="3",
+        PARLEY_TRAIN_WORKERS="2",
+        PARLEY_ADAPTERS_DIR=str(adapters_dir),
+        PARLEY_BENCH_UPDATE_S=str(UPDATE_S),
+    )
+
+
+def _samples(user, n: int) -> None:
+    for i in range(n):
+        answer = AnswerFactory(parent__conversation__owner=user, parent__content=f"Question {i}?")
+        judgement = Judgement.objects.create(
+            message=answer, fingerprint="f", source="feedback", score=1
+        )
+        Sample.objects.create(
+            message=answer,
+            judgement=judgement,
+            kind="rl",
+            reward=1.0 if i % 2 else -1.0,
+            prompt_token_ids=[1, 9690, 198, 504, 30],
+            response_token_ids=[20, 21, 22],
+            response_logprobs=[-1.0, -1.5, -0.5],
+            prompt_messages=[{"role": "user", "content": "q"}],
+            policy_version=policy_version_live(),
+        )
+
+
+def _kill(worker: subprocess.Popen) -> None:
+    try:
+        os.killpg(worker.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    worker.wait(timeout=30)
+
+
+def test_two_workers_train_two_lineages_at_once_and_one_lineage_in_turn(
+    serving, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setattr("webapp.core.outbox.send", lambda *a, **k: None)
+    users = get_user_model()
+    alice, bob = users.objects.create_user("alice"), users.objects.create_user("bob")
+    _samples(alice, 6)
+    _samples(bob, 3)
+
+    def update(owner) -> TrainingUpdate:
+        return TrainingUpdate.objects.create(
+            algorithm="rl",
+            owner=owner,
+            config={"algorithm": "rl"},
+            base_version=policy_version_live(owner_id=owner.pk),
+        )
+
+    # Two of alice's at once, as a redelivered task or a second scheduler could make them.
+    updates = [update(alice), update(bob), update(alice)]
+    env = _env(serving, tmp_path)
+    workers = [
+        start_worker("train", f"parallel-{i}-{time.time()}", env, app="bench.modelled_training")
+        for i in range(2)
+    ]
+    try:
+        for one in updates:
+            app.send_task("webapp.learning.tasks.train_update", args=[one.pk], queue="train")
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            rows = TrainingUpdate.objects.filter(pk__in=[u.pk for u in updates])
+            statuses = {row.status for row in rows}
+            if statuses <= {"done", "rejected", "failed"}:
+                break
+            time.sleep(1)
+    finally:
+        for worker in workers:
+            _kill(worker)
+    first, other, second = (TrainingUpdate.objects.get(pk=u.pk) for u in updates)
+    for one in (first, other, second):
+        assert one.status == "done", (one.pk, one.status, one.error)
+    # alice's and bob's updates trained at the same time, on the two workers...
+    assert first.started_at < other.finished_at and other.started_at < first.finished_at
+    # ...while alice's second waited for her first (her lock), then trained her other three.
+    assert second.started_at >= first.finished_at
+    assert set(first.summary["sample_ids"]).isdisjoint(second.summary["sample_ids"])
+    assert other.finished_at - other.started_at >= timedelta(seconds=UPDATE_S)
