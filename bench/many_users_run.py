@@ -7,7 +7,6 @@ what each one holds.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import random
@@ -17,11 +16,17 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from bench.common import ROOT, percentile
+from bench.many_users_figures import (
+    due_times,
+    most_at_once,
+    queue_delays,
+    rounds_behind,
+    same_lineage_overlaps,
+)
 
 PYTHON = sys.executable
 
@@ -272,8 +277,8 @@ def simulate(
     figures = _figures(people=people, workers=workers, given=given, update_s=update_s)
     figures.update(
         oldest_wait_max_s=max(oldest_waits),
-        queue_call_p50_ms=1000 * percentile(queue_calls, 50),
-        queue_call_p99_ms=1000 * percentile(queue_calls, 99),
+        queue_call_p50_ms=1000 * percentile(queue_calls, 0.5),
+        queue_call_p99_ms=1000 * percentile(queue_calls, 0.99),
         resident_end=max(len(held) for held in replicas.held),
         resident_max=max(replicas.most),
         adapter_loads=sum(replicas.loads),
@@ -312,11 +317,13 @@ def _figures(*, people: int, workers: int, given: int, update_s: float) -> dict[
             "created_at", flat=True
         )
     ]
+    made = dict(Sample.objects.values_list("pk", "created_at"))
     updates = list(
         TrainingUpdate.objects.exclude(started_at=None)
         .exclude(finished_at=None)
         .values("pk", "owner_id", "created_at", "started_at", "finished_at", "summary")
     )
+    due = due_times(updates, made, settings.TRAIN_MAX_WAIT_S)
     return {
         "people": people,
         "workers": workers,
@@ -324,62 +331,12 @@ def _figures(*, people: int, workers: int, given: int, update_s: float) -> dict[
         "feedback": given,
         "trained": len(latencies),
         "updates": len(updates),
-        "live_p50_s": percentile(latencies, 50) if latencies else float("nan"),
-        "live_p99_s": percentile(latencies, 99) if latencies else float("nan"),
+        "live_p50_s": percentile(latencies, 0.5) if latencies else float("nan"),
+        "live_p99_s": percentile(latencies, 0.99) if latencies else float("nan"),
         "waiting_at_end": len(waiting),
         "waiting_oldest_s": max(waiting, default=0.0),
-        "max_parallel": _most_at_once(updates),
-        "same_lineage_overlaps": _same_lineage_overlaps(updates),
-        "rounds_behind_max": _rounds_behind(updates, workers, settings.TRAIN_MAX_WAIT_S),
+        "max_parallel": most_at_once(updates),
+        "same_lineage_overlaps": same_lineage_overlaps(updates),
+        "rounds_behind_max": rounds_behind(updates, due, workers),
+        "queue_delay_p99_s": percentile(queue_delays(updates, due), 0.99),
     }
-
-
-def _most_at_once(updates: list[dict[str, Any]]) -> int:
-    events = sorted(
-        [(u["started_at"], 1) for u in updates] + [(u["finished_at"], -1) for u in updates],
-        key=lambda event: (event[0], event[1]),
-    )
-    most = current = 0
-    for _, step in events:
-        current += step
-        most = max(most, current)
-    return most
-
-
-def _same_lineage_overlaps(updates: list[dict[str, Any]]) -> int:
-    by_owner: dict[Any, list[dict[str, Any]]] = {}
-    for update in updates:
-        by_owner.setdefault(update["owner_id"], []).append(update)
-    overlaps = 0
-    for mine in by_owner.values():
-        mine.sort(key=lambda u: u["started_at"])
-        pairs = itertools.pairwise(mine)
-        overlaps += sum(1 for a, b in pairs if b["started_at"] < a["finished_at"])
-    return overlaps
-
-
-def _rounds_behind(updates: list[dict[str, Any]], workers: int, max_wait_s: float) -> float:
-    """The most scheduling rounds (``workers`` updates each) of other people's that were queued
-    after a lineage's batch was due and before its own update was."""
-    from webapp.learning.models import Sample
-
-    made = dict(Sample.objects.values_list("pk", "created_at"))
-    previous: dict[Any, datetime] = {}
-    worst = 0.0
-    for update in sorted(updates, key=lambda u: u["created_at"]):
-        times = sorted(made[pk] for pk in update["summary"].get("sample_ids", []) if pk in made)
-        if not times:
-            continue
-        full = times[7] if len(times) >= 8 else None
-        due = times[0] + timedelta(seconds=max_wait_s)
-        due = min(due, full) if full is not None else due
-        due = max(due, previous.get(update["owner_id"], due))
-        others = sum(
-            1
-            for other in updates
-            if other["owner_id"] != update["owner_id"]
-            and due < other["created_at"] < update["created_at"]
-        )
-        worst = max(worst, others / workers)
-        previous[update["owner_id"]] = update["finished_at"]
-    return worst
