@@ -223,6 +223,9 @@ if MAX_LORAS < 1 or MAX_CPU_LORAS < MAX_LORAS:
         f"PARLEY_MAX_LORAS={MAX_LORAS} / PARLEY_MAX_CPU_LORAS={MAX_CPU_LORAS}: need at least "
         "1 adapter slot, and at least as many in CPU memory as in a batch"
     )
+# A version no longer live leaves the replicas this long after (and when no answer it writes is
+# unfinished): longer than the longest answer, so one that picked it before it retired finishes.
+ADAPTER_UNLOAD_GRACE_S = max(0, env_int("PARLEY_ADAPTER_UNLOAD_GRACE_S", 900))
 VLLM_CPU_KVCACHE_SPACE = env_int("VLLM_CPU_KVCACHE_SPACE", 2)
 VLLM_GPU_MEMORY_UTILIZATION = env_float("VLLM_GPU_MEMORY_UTILIZATION", 0.85)
 VLLM_EXTRA_ARGS = env_str("VLLM_EXTRA_ARGS", "")
