@@ -46,7 +46,7 @@ def _newest_version(system: RunningSystem) -> int:
 
 def _settled_status(system: RunningSystem, number: int, *, deadline: float) -> str:
     """The version's status once the gate and the publish are done with it: a version is
-    recorded as a candidate when its update finishes and goes live only after every replica
+    recorded as a candidate when its update finishes and goes live only after its home replica
     has loaded its adapter, so asking for it in between would get vLLM's 404."""
     while True:
         status = sql(

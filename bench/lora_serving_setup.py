@@ -83,13 +83,20 @@ class Server:
 
 @contextlib.contextmanager
 def running_vllm(
-    model_dir: Path, *, max_loras: int, max_cpu_loras: int, log_path: Path, timeout_s: float
+    model_dir: Path,
+    *,
+    max_loras: int,
+    max_cpu_loras: int,
+    log_path: Path,
+    timeout_s: float,
+    api_key: str = "",
 ) -> Iterator[Server]:
-    """vLLM alone, with the command line Parley's `serve` process uses, on a free port."""
+    """vLLM alone, with the command line Parley's `serve` process uses, on a free port (with
+    ``api_key``, or a new random one)."""
     from bench.launching import free_port
     from webapp.infra.serving import VllmOptions, serving_dtype, vllm_server_command
 
-    port, key = free_port(), secrets.token_urlsafe(32)
+    port, key = free_port(), api_key or secrets.token_urlsafe(32)
     command, env = vllm_server_command(
         VllmOptions(
             model_dir=str(model_dir),

@@ -52,6 +52,12 @@ app.conf.update(
             "schedule": 300.0,
             "options": {"queue": "judge", "expires": 290},
         },
+        # The serving replicas drop versions that are no longer live (after the grace).
+        "unload-retired-adapters": {
+            "task": "webapp.learning.tasks.unload_retired_adapters",
+            "schedule": 60.0,
+            "options": {"queue": "judge", "expires": 55},
+        },
     },
 )
 app.autodiscover_tasks()  # tasks.py of each installed app

@@ -10,16 +10,17 @@ stream, which makes vLLM abort the request.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 from django.conf import settings
+
+from webapp import replicas
 
 CONNECT_TIMEOUT_S = 3.0
 READ_TIMEOUT_S = 300.0
@@ -48,7 +49,6 @@ class ServingError(Exception):
 
 
 _sessions: dict[int, tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession]] = {}
-_replicas: Iterator[str] | None = None
 
 
 def _session() -> aiohttp.ClientSession:
@@ -76,14 +76,6 @@ def auth_headers() -> dict[str, str]:
     """vLLM's API key (``VLLM_API_KEY``) as a bearer token, on every call to it."""
     key = settings.VLLM_API_KEY
     return {"Authorization": f"Bearer {key}"} if key else {}
-
-
-def next_replica() -> str:
-    """Round-robin over the serving replicas (VLLM_BASE_URLS)."""
-    global _replicas
-    if _replicas is None:
-        _replicas = itertools.cycle(settings.VLLM_BASE_URLS)
-    return next(_replicas)
 
 
 _loads: dict[tuple[str, str], asyncio.Future[float]] = {}
@@ -130,10 +122,14 @@ async def stream_chat(
     params: dict[str, Any] | None = None,
     base_url: str | None = None,
     adapter_path: str = "",
+    lineage: str | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
     """Stream a chat completion from vLLM, yielding each chunk (a dict) as it arrives.
 
     Always asks for the sampled token ids and their log-probs, which training needs.
+    ``lineage``: the key of the lineage the request is for (``webapp.replicas.lineage_key``),
+    which picks the replica: its home, then the next of its order when one does not answer
+    before the first byte (``base_url`` names one replica instead).
     ``adapter_path``: the folder of the adapter ``model`` names; a replica that does not know
     that name yet (404) has it loaded first, and the request is sent again, once.
     """
@@ -146,21 +142,10 @@ async def stream_chat(
         "logprobs": True,
         "return_token_ids": True,
     }
-    replica = base_url or next_replica()
-    url = replica.rstrip("/") + "/chat/completions"
+    order = [base_url] if base_url else replicas.replica_order(lineage)
+    response, url = await _open(order, body, adapter_path=adapter_path)
     complete = False
     try:
-        response = await _post(url, body)
-        if response.status == 404 and adapter_path:
-            response.close()
-            await adapter_load(base_url=replica, name=model, path=adapter_path)
-            response = await _post(url, body)
-    except (TimeoutError, aiohttp.ClientError) as exc:
-        # Refused or timed out while (re)starting.
-        raise ServingUnavailable(f"the model server at {url} is not answering") from exc
-    try:
-        if response.status >= 400:
-            raise _serving_error(response.status, await response.read())
         pending = b""
         async for data in response.content.iter_any():
             *lines, pending = (pending + data).split(b"\n")
@@ -186,6 +171,50 @@ async def stream_chat(
             response.release()  # read to the end: the connection goes back to the pool
         else:
             response.close()  # closing the connection makes vLLM abort the request
+
+
+async def _open(
+    order: Sequence[str], body: dict[str, Any], *, adapter_path: str
+) -> tuple[aiohttp.ClientResponse, str]:
+    """Send the request to the replicas of ``order`` in turn, until one starts an answer; the
+    response and its URL. ServingUnavailable when none did, ServingError on a refusal (4xx).
+
+    Nothing of an answer has reached the caller yet, so a replica that refuses the connection,
+    times out or fails (5xx) is passed over for the next; the ones that did not answer at all
+    are remembered as down (``webapp.replicas.down``).
+    """
+    failure = ServingUnavailable("no model server is configured (VLLM_BASE_URLS)")
+    for replica in order:
+        url = replica.rstrip("/") + "/chat/completions"
+        try:
+            response = await _post(url, body)
+            if response.status == 404 and adapter_path:
+                response.close()
+                await adapter_load(base_url=replica, name=body["model"], path=adapter_path)
+                response = await _post(url, body)
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            # Refused or timed out while (re)starting.
+            replicas.down.mark(replica)
+            failure = ServingUnavailable(f"the model server at {url} is not answering")
+            failure.__cause__ = exc
+            continue
+        except ServingUnavailable as exc:  # the adapter load found it not answering
+            replicas.down.mark(replica)
+            failure = exc
+            continue
+        if response.status < 400:
+            return response, url
+        try:
+            error = _serving_error(response.status, await response.read())
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            error = ServingUnavailable(f"the model server at {url} stopped answering")
+            error.__cause__ = exc
+        finally:
+            response.close()
+        if isinstance(error, ServingError):
+            raise error
+        failure = error
+    raise failure
 
 
 async def _post(

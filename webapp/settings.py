@@ -223,6 +223,8 @@ if MAX_LORAS < 1 or MAX_CPU_LORAS < MAX_LORAS:
         f"PARLEY_MAX_LORAS={MAX_LORAS} / PARLEY_MAX_CPU_LORAS={MAX_CPU_LORAS}: need at least "
         "1 adapter slot, and at least as many in CPU memory as in a batch"
     )
+# A retired version leaves the replicas this long after, once no answer it writes is unfinished.
+ADAPTER_UNLOAD_GRACE_S = max(0, env_int("PARLEY_ADAPTER_UNLOAD_GRACE_S", 900))
 VLLM_CPU_KVCACHE_SPACE = env_int("VLLM_CPU_KVCACHE_SPACE", 2)
 VLLM_GPU_MEMORY_UTILIZATION = env_float("VLLM_GPU_MEMORY_UTILIZATION", 0.85)
 VLLM_EXTRA_ARGS = env_str("VLLM_EXTRA_ARGS", "")
@@ -290,8 +292,7 @@ TRAIN_REFINE_MAX_TOKENS = env_int("PARLEY_TRAIN_REFINE_MAX_TOKENS", -1)
 # Rewards of an update's answers minus their mean (UpdateConfig.batch_baseline): an update whose
 # answers were all liked, or all disliked, carries no reward signal; corrections and hints train.
 TRAIN_BATCH_BASELINE = env_bool("PARLEY_TRAIN_BATCH_BASELINE", UpdateConfig.batch_baseline)
-# Updates of different lineages that run at once across the deployment (the train worker
-# slots; the Procfile's train worker runs this many). One lineage never has two at once.
+# Updates of different lineages at once across the deployment (Procfile: the train concurrency).
 TRAIN_WORKERS = max(1, env_int("PARLEY_TRAIN_WORKERS", 1))
 # More than 1: each update runs as that many processes, one per GPU (accelerate launch).
 TRAIN_PROCESSES = env_int("PARLEY_TRAIN_PROCESSES", 1)

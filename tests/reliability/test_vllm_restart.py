@@ -9,7 +9,6 @@ it dies mid-answer (the connection reset, as when the process is killed).
 
 from __future__ import annotations
 
-import itertools
 import json
 import socket
 import struct
@@ -24,7 +23,7 @@ from django.test import AsyncClient
 
 from bench.launching import free_port
 from tests.sockets import connected_socket
-from webapp import inference
+from webapp import replicas
 from webapp.chat.models import Message
 from webapp.infra.serving import vllm_command
 from webapp.learning.models import PolicyVersion
@@ -91,7 +90,8 @@ class Restartable:
 def serving(settings, monkeypatch) -> Iterator[Restartable]:
     server = Restartable()
     settings.VLLM_BASE_URLS = [server.url]
-    monkeypatch.setattr(inference, "_replicas", itertools.cycle([server.url]))
+    # The only replica: remembered as down while it restarts, and still the one tried.
+    monkeypatch.setattr(replicas, "down", replicas.DownReplicas(for_s=replicas.DOWN_FOR_S))
     FakeVllm.die_mid_answer = False
     yield server
     server.stop()

@@ -111,7 +111,9 @@ async def test_api_feedback_on_another_users_completion_is_404(alice, bob) -> No
 
 
 async def test_an_api_session_id_never_joins_another_users_conversation(alice, bob, monkeypatch):
-    async def fake_stream(messages, *, model, params=None, base_url=None, adapter_path=""):
+    async def fake_stream(
+        messages, *, model, params=None, base_url=None, adapter_path="", lineage=None
+    ):
         yield {"id": "x", "choices": [{"index": 0, "delta": {"content": "ok"}}]}
 
     monkeypatch.setattr("webapp.api.completions.stream_chat", fake_stream)

@@ -79,7 +79,7 @@ async def test_a_requests_parameters_are_stored_once_however_many_answers(
     settings.API_MAX_BODY_BYTES = 8 * 1024 * 1024
 
     async def fake_stream(
-        messages, *, model, params=None, base_url=None, adapter_path=""
+        messages, *, model, params=None, base_url=None, adapter_path="", lineage=None
     ) -> AsyncIterator[dict]:
         for chunk in _chunks(int((params or {}).get("n") or 1)):
             yield chunk

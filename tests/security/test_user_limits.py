@@ -80,7 +80,9 @@ def model(monkeypatch):
     """A scripted model server for both front doors."""
     from webapp.frontdoor import consumers
 
-    async def fake_stream(messages, *, model, params=None, base_url=None, adapter_path=""):
+    async def fake_stream(
+        messages, *, model, params=None, base_url=None, adapter_path="", lineage=None
+    ):
         for chunk in _chunks("fine"):
             yield chunk
 

@@ -1,4 +1,5 @@
-"""Publishing talks to every replica over real HTTP (a local stand-in for vLLM's endpoints)."""
+"""Publishing talks to replicas over real HTTP (a local stand-in for vLLM's endpoints): loading,
+listing and unloading adapters."""
 
 from __future__ import annotations
 
@@ -10,7 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from trainer.publish import PublishError, push, server_base
+from trainer.publish import (
+    PublishError,
+    ReplicaUnreachable,
+    loaded_adapters,
+    push,
+    server_base,
+    unload,
+)
+
+MODELS = {
+    "object": "list",
+    "data": [
+        {"id": "base", "root": "/models/SmolLM2", "parent": None},
+        {"id": "parley-v3", "root": "/adapters/update-3", "parent": "base"},
+        {"id": "parley-v5", "root": "/adapters/update-5", "parent": "base"},
+    ],
+}
 
 
 class _Replica:
@@ -20,6 +37,12 @@ class _Replica:
         replica = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                replica.requests.append((self.path, {"auth": self.headers["Authorization"]}))
+                self.send_response(replica.status)
+                self.end_headers()
+                self.wfile.write(json.dumps(MODELS).encode() if replica.status == 200 else b"no")
+
             def do_POST(self) -> None:
                 length = int(self.headers["Content-Length"])
                 replica.requests.append((self.path, json.loads(self.rfile.read(length))))
@@ -80,6 +103,37 @@ def test_an_unreachable_replica_raises_naming_it(replicas, adapter_dir: Path) ->
     with pytest.raises(PublishError) as raised:
         push(adapter_dir, lora_name="v", serving_urls=[replicas[0].url, dead], timeout=2)
     assert raised.value.replica == dead and dead in str(raised.value)
+
+
+def test_a_replica_that_does_not_answer_is_unreachable_and_one_that_refuses_is_not(
+    replicas, adapter_dir: Path
+) -> None:
+    with pytest.raises(ReplicaUnreachable):
+        push(adapter_dir, lora_name="v", serving_urls=["http://127.0.0.1:9/v1"], timeout=2)
+    replicas[0].status = 400
+    with pytest.raises(PublishError) as raised:
+        push(adapter_dir, lora_name="v", serving_urls=[replicas[0].url], timeout=2)
+    assert not isinstance(raised.value, ReplicaUnreachable)
+
+
+def test_the_adapters_a_replica_holds_are_its_models_with_a_parent(replicas) -> None:
+    assert loaded_adapters(replicas[0].url, api_key="k") == ["parley-v3", "parley-v5"]
+    assert replicas[0].requests == [("/v1/models", {"auth": "Bearer k"})]
+    with pytest.raises(ReplicaUnreachable):
+        loaded_adapters("http://127.0.0.1:9/v1", timeout=2)
+    replicas[1].status = 401
+    with pytest.raises(PublishError, match="401"):
+        loaded_adapters(replicas[1].url)
+
+
+def test_unload_names_the_adapter_to_one_replica(replicas) -> None:
+    result = unload("parley-v3", serving_url=replicas[1].url + "/", timeout=5)
+    assert result["replica"] == replicas[1].url + "/"
+    assert replicas[1].requests == [("/v1/unload_lora_adapter", {"lora_name": "parley-v3"})]
+    assert replicas[0].requests == []
+    replicas[0].status = 404
+    with pytest.raises(PublishError, match="404"):
+        unload("parley-v3", serving_url=replicas[0].url, timeout=5)
 
 
 def test_a_folder_without_an_adapter_is_refused_before_any_request(replicas, tmp_path) -> None:

@@ -56,6 +56,7 @@ def test_training_tasks_route_to_the_train_queue_and_the_rest_to_judge() -> None
         (Task.JUDGE_MESSAGE, "judge"),
         (Task.FINALIZE_CONVERSATION, "judge"),
         (Task.REQUEUE_PENDING, "judge"),
+        (Task.UNLOAD_RETIRED_ADAPTERS, "judge"),
     ]:
         assert route({}, str(task))["queue"].name == queue
 

@@ -43,6 +43,7 @@ from webapp.api.sessions import (
 from webapp.chat.models import Message
 from webapp.core.limits import StreamSlot
 from webapp.inference import CompletionAccumulator, ServingError, ServingUnavailable, stream_chat
+from webapp.learning.selectors import lineage_key_for
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,7 @@ class Completion:
             model=self.served,
             params=self.chat.params,
             adapter_path=self.version.adapter_path,
+            lineage=lineage_key_for(user=self.key.owner_id),
         )
         self._first_chunk: asyncio.Task[Any] = asyncio.ensure_future(anext(self._stream))
 

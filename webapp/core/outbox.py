@@ -28,6 +28,7 @@ class Task(StrEnum):
     TRAIN_UPDATE = "webapp.learning.tasks.train_update"
     REQUEUE_PENDING = "webapp.learning.tasks.requeue_pending"
     SAMPLE_ALTERNATIVES = "webapp.learning.tasks.sample_alternatives"
+    UNLOAD_RETIRED_ADAPTERS = "webapp.learning.tasks.unload_retired_adapters"
     # Defined in webapp/learning/tasks.py, under the name that messages on the broker carry.
     FINALIZE_CONVERSATION = "webapp.chat.tasks.finalize_conversation"
     CLOSE_IDLE_CONVERSATIONS = "webapp.chat.tasks.close_idle_conversations"

@@ -45,7 +45,7 @@ from webapp.core.limits import (
 from webapp.frontdoor import fragments
 from webapp.frontdoor.streaming import StreamPainter
 from webapp.inference import CompletionAccumulator, ServingError, ServingUnavailable, stream_chat
-from webapp.learning.selectors import policy_version_for
+from webapp.learning.selectors import lineage_key_for, policy_version_for
 
 logger = logging.getLogger(__name__)
 
@@ -271,6 +271,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             model=answer.served_model,
             params=answer.sampling_params,
             adapter_path=version.adapter_path if version is not None else "",
+            lineage=lineage_key_for(user=self.scope["user"].pk),
         )
         slow_notice = asyncio.create_task(self._notice_if_slow(answer.pk))
         painter = StreamPainter(

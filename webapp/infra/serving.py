@@ -4,7 +4,9 @@ The base model is served under the name ``base``; published policy versions are 
 adapters loaded next to it at run time (``/v1/load_lora_adapter``), one per lineage in use:
 vLLM runs up to ``PARLEY_MAX_LORAS`` of them in one batch and keeps ``PARLEY_MAX_CPU_LORAS``
 in CPU memory, evicting the least recently used; a request whose adapter this server does not
-know yet (after a restart) has it loaded first (``webapp.inference.adapter_load``).
+know yet (after a restart, or from a person whose home is another replica) has it loaded first
+(``webapp.inference.adapter_load``), and versions no longer live are unloaded by the periodic
+sweep (``webapp.learning.workflows.residency``).
 
 vLLM is started with Parley's API key (``VLLM_API_KEY`` in its environment, which vLLM reads
 like ``--api-key`` but which ``ps`` does not show): every ``/v1`` path, the adapter endpoints

@@ -30,6 +30,7 @@ from webapp.inference import (
     stream_chat,
 )
 from webapp.learning.models import Judgement, Sample
+from webapp.learning.selectors import lineage_key_for
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,7 @@ async def _sample(sample: Sample, n: int) -> CompletionAccumulator:
         model=message.served_model or "base",
         params=params,
         adapter_path=version.adapter_path if version is not None else "",
+        lineage=lineage_key_for(user=message.conversation.owner_id),
     )
     async for chunk in stream:
         accumulator.add(chunk)
@@ -83,7 +85,11 @@ async def _sample(sample: Sample, n: int) -> CompletionAccumulator:
 def alternatives_sample(*, sample_id: int) -> list[Message]:
     """Write the alternatives of a bare 👎's answer and record them; [] when it needs none
     (not a bare 👎, already done, the sample gone) or the model cannot be reached."""
-    sample = Sample.objects.select_related("message__policy_version").filter(pk=sample_id).first()
+    sample = (
+        Sample.objects.select_related("message__policy_version", "message__conversation")
+        .filter(pk=sample_id)
+        .first()
+    )
     n = settings.DISLIKE_ALTERNATIVES
     if sample is None or n <= 0 or not is_bare_dislike(sample):
         return []

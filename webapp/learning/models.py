@@ -38,6 +38,9 @@ class PolicyVersion(models.Model):
     probe_metrics = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     published_at = models.DateTimeField(null=True, blank=True)
+    # When it stopped being live (retired by a newer version, or its lineage reset): the
+    # serving replicas drop it once that is longer ago than PARLEY_ADAPTER_UNLOAD_GRACE_S.
+    retired_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-number"]

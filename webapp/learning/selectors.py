@@ -11,6 +11,7 @@ from django.db.models import Count, Q
 
 from trainer.algorithms import algorithm_get
 from webapp.learning.models import Judgement, PolicyVersion, Sample
+from webapp.replicas import lineage_key
 
 
 def lineage_owner_id(*, user: Any) -> int | None:
@@ -24,6 +25,12 @@ def lineage_owner_id(*, user: Any) -> int | None:
     if isinstance(user, int):
         return user
     return user.pk if getattr(user, "is_authenticated", False) else None
+
+
+def lineage_key_for(*, user: Any) -> str:
+    """The key that routes a user's requests to their lineage's replica
+    (``webapp.replicas``); ``user`` as in ``lineage_owner_id``."""
+    return lineage_key(lineage_owner_id(user=user))
 
 
 def policy_version_live(*, owner_id: int | None = None) -> PolicyVersion:

@@ -15,7 +15,7 @@ from webapp.chat.models import Conversation
 from webapp.core.limits import judging_slot
 from webapp.core.outbox import Task
 from webapp.learning import alternatives
-from webapp.learning.workflows import judging, recovery, training
+from webapp.learning.workflows import judging, recovery, residency, training
 
 JUDGE_RETRY = {
     "bind": True,
@@ -66,6 +66,12 @@ def sample_alternatives(sample_id: int) -> int:
 def requeue_pending() -> dict[str, int]:
     """Periodic sweep: queue whatever a broker outage kept from being queued."""
     return recovery.requeue_pending()
+
+
+@shared_task(name=Task.UNLOAD_RETIRED_ADAPTERS.value)
+def unload_retired_adapters() -> dict[str, list[str]]:
+    """Periodic sweep: the serving replicas drop versions no longer live (after the grace)."""
+    return residency.adapters_unload_retired()
 
 
 @shared_task(name=Task.MAYBE_TRAIN.value)

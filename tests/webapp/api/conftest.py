@@ -17,7 +17,7 @@ def scripted(monkeypatch):
     calls: list[dict] = []
 
     async def fake_stream(
-        messages, *, model, params=None, base_url=None, adapter_path=""
+        messages, *, model, params=None, base_url=None, adapter_path="", lineage=None
     ) -> AsyncIterator[dict]:
         calls.append(
             {"messages": messages, "model": model, "params": params, "adapter": adapter_path}

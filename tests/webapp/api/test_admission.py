@@ -88,7 +88,7 @@ def logged_model(monkeypatch, slow_lookups):
     calls: list[dict] = []
 
     async def fake_stream(
-        messages, *, model, params=None, base_url=None, adapter_path=""
+        messages, *, model, params=None, base_url=None, adapter_path="", lineage=None
     ) -> AsyncIterator[dict]:
         calls.append({"model": model})
         slow_lookups.append(f"model started on {model}")

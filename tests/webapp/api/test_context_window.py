@@ -22,7 +22,7 @@ pytestmark = [
 
 
 def _long_prompt_stream(prompt_tokens: int, calls: list[str]):
-    async def stream(messages, *, model, params=None, base_url=None, adapter_path=""):
+    async def stream(messages, *, model, params=None, base_url=None, adapter_path="", lineage=None):
         chunks = scripted_chunks("a b c")
         chunks[0]["prompt_token_ids"] = list(range(prompt_tokens))
         try:
@@ -105,7 +105,9 @@ async def test_a_prompt_longer_than_the_window_is_context_length_exceeded(
 ) -> None:
     settings.VLLM_MAX_MODEL_LEN = 8192
 
-    async def refusing(messages, *, model, params=None, base_url=None, adapter_path=""):
+    async def refusing(
+        messages, *, model, params=None, base_url=None, adapter_path="", lineage=None
+    ):
         raise ServingError(400, vllm_message, "input_tokens")
         yield {}
 
@@ -127,7 +129,9 @@ async def test_another_wording_of_an_overflow_keeps_vllms_words_under_openais_co
         "tokens (7931 in the messages, 600 in the completion). Please reduce the length."
     )
 
-    async def refusing(messages, *, model, params=None, base_url=None, adapter_path=""):
+    async def refusing(
+        messages, *, model, params=None, base_url=None, adapter_path="", lineage=None
+    ):
         raise ServingError(400, said, None)
         yield {}
 
@@ -138,7 +142,9 @@ async def test_another_wording_of_an_overflow_keeps_vllms_words_under_openais_co
 
 
 async def test_other_refusals_of_the_model_server_keep_their_message(secret, monkeypatch) -> None:
-    async def refusing(messages, *, model, params=None, base_url=None, adapter_path=""):
+    async def refusing(
+        messages, *, model, params=None, base_url=None, adapter_path="", lineage=None
+    ):
         raise ServingError(400, "tool_choice 'required' needs tools", "tool_choice")
         yield {}
 

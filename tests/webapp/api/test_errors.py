@@ -114,7 +114,9 @@ async def test_wrong_method_and_unknown_path_are_openai_errors(secret) -> None:
 async def test_services_unavailable_mid_stream_is_reported_in_the_stream(
     secret, monkeypatch
 ) -> None:
-    async def failing(messages, *, model, params=None, base_url=None, adapter_path=""):
+    async def failing(
+        messages, *, model, params=None, base_url=None, adapter_path="", lineage=None
+    ):
         yield scripted_chunks("one two")[1]
         raise ServingUnavailable("gone")
 

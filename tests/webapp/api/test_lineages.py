@@ -25,9 +25,9 @@ def served(monkeypatch) -> list[dict]:
     calls: list[dict] = []
 
     async def fake_stream(
-        messages, *, model, params=None, base_url=None, adapter_path=""
+        messages, *, model, params=None, base_url=None, adapter_path="", lineage=None
     ) -> AsyncIterator[dict]:
-        calls.append({"model": model, "adapter": adapter_path})
+        calls.append({"model": model, "adapter": adapter_path, "lineage": lineage})
         for chunk in scripted_chunks("Hello there friend"):
             yield chunk
 
@@ -79,12 +79,18 @@ async def _models(secret: str) -> dict[str, str]:
 async def test_each_key_is_answered_by_its_owners_lineage_only(lineages, served) -> None:
     label, answer = await _ask(lineages["alice"])
     assert label == "v1" and answer.policy_version.owner_id == answer.conversation.owner_id
-    assert served[-1] == {"model": "parley-v1", "adapter": lineages["alice_version"].adapter_path}
+    alice_id = answer.conversation.owner_id
+    assert served[-1] == {
+        "model": "parley-v1",
+        "adapter": lineages["alice_version"].adapter_path,
+        "lineage": f"user-{alice_id}",  # her requests go to her adapter's home replica
+    }
 
     label, answer = await _ask(lineages["bob"])
     # Bob never runs on alice's adapter: he gets the shared live version, the base.
     assert label == "v0" and answer.policy_version.number == 0 and answer.served_model == "base"
-    assert served[-1] == {"model": "base", "adapter": ""}
+    bob_id = answer.conversation.owner_id
+    assert served[-1] == {"model": "base", "adapter": "", "lineage": f"user-{bob_id}"}
     assert (await _models(lineages["alice"]))["parley"] == "v1"
     assert (await _models(lineages["bob"]))["parley"] == "v0"
 
@@ -99,7 +105,7 @@ async def test_a_user_without_an_adapter_gets_the_shared_live_version(
     shared = await database_sync_to_async(publish_shared)()
     label, answer = await _ask(lineages["bob"])
     assert label == "v2" and answer.policy_version_id == shared.pk
-    assert served[-1] == {"model": "parley-v2", "adapter": str(tmp_path)}
+    assert served[-1]["model"] == "parley-v2" and served[-1]["adapter"] == str(tmp_path)
     label, _ = await _ask(lineages["alice"])
     assert label == "v1"  # her own still wins over the shared one
 
@@ -110,3 +116,5 @@ async def test_in_shared_scope_everyone_gets_the_shared_lineage(lineages, served
         label, answer = await _ask(secret)
         assert label == "v0" and answer.policy_version.number == 0
     assert [call["model"] for call in served] == ["base", "base"]
+    # One lineage, whose adapter is on every replica: its requests are spread over them.
+    assert [call["lineage"] for call in served] == ["shared", "shared"]

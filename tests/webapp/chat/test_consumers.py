@@ -18,7 +18,6 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from tests.sockets import open_socket
-from webapp import inference
 from webapp.chat import services
 from webapp.chat.models import Message
 from webapp.frontdoor import consumers
@@ -46,9 +45,11 @@ class ScriptedStream:
         self.chunks, self.then, self.hang = chunks, then, hang
         self.calls: list[dict[str, Any]] = []
 
-    async def __call__(self, messages, *, model, params=None, base_url=None, adapter_path=""):
+    async def __call__(
+        self, messages, *, model, params=None, base_url=None, adapter_path="", lineage=None
+    ):
         call = {"messages": messages, "model": model, "params": params, "closed": False}
-        call |= {"adapter": adapter_path}
+        call |= {"adapter": adapter_path, "lineage": lineage}
         self.calls.append(call)
         try:
             for item in self.chunks:
@@ -168,9 +169,11 @@ async def test_each_signed_in_user_is_answered_by_their_own_adapter(
     assert replies["alice"].policy_version_id == own.pk
     assert replies["alice"].served_model == "parley-v1"
     assert replies["bob"].policy_version.number == 0 and replies["bob"].served_model == "base"
-    assert [(c["model"], c["adapter"]) for stream in streams for c in stream.calls] == [
-        ("parley-v1", str(tmp_path)),
-        ("base", ""),
+    # Each person's requests name their lineage: it picks their home replica.
+    calls = [c for stream in streams for c in stream.calls]
+    assert [(c["model"], c["adapter"], c["lineage"]) for c in calls] == [
+        ("parley-v1", str(tmp_path), f"user-{alice.pk}"),
+        ("base", "", f"user-{bob.pk}"),
     ]
 
 
@@ -375,13 +378,12 @@ async def test_another_users_or_an_anonymous_socket_is_closed(alice, bob):
 
 @pytest.mark.stack
 async def test_the_real_model_streams_an_answer_that_is_stored_with_its_tokens(
-    alice, stack, settings, monkeypatch
+    alice, stack, settings
 ):
     settings.VLLM_BASE_URLS = [stack.vllm_url]
     settings.VLLM_API_KEY = stack.vllm_headers["Authorization"].removeprefix("Bearer ")
     settings.CHAT_MAX_TOKENS = 12
     settings.CHAT_TEMPERATURE = 0.0
-    monkeypatch.setattr(inference, "_replicas", None)
     conversation = await new_conversation(alice)
     socket, _, _ = await open_socket(alice, conversation.pk)
     await send(socket, action="send", content="What is the capital of France?")

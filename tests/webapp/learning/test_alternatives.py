@@ -174,3 +174,19 @@ def test_a_withdrawn_thumb_is_not_trained_nor_what_was_sampled_beside_it(
         ("superseded", "the feedback was withdrawn")
     }
     assert withdrawn.count() == 3
+
+
+def test_they_are_asked_of_the_replica_that_serves_the_owners_lineage(
+    queued, alice, monkeypatch, settings
+) -> None:
+    settings.LEARNING_SCOPE = "user"
+    asked: list[str | None] = []
+
+    async def stream(messages, *, model, params=None, base_url=None, adapter_path="", lineage=None):
+        asked.append(lineage)
+        yield {"choices": [{"index": 0, "delta": {"content": "Soup."}, "token_ids": [9]}]}
+
+    monkeypatch.setattr(alternatives, "stream_chat", stream)
+    disliked = _dislike(alice)
+    alternatives.alternatives_sample(sample_id=disliked.pk)
+    assert asked == [f"user-{alice.pk}"]

@@ -1,18 +1,46 @@
-"""Finish and publish: samples consumed exactly once, candidates recorded, published on every
-replica, rollback, and a dead worker's version published on redelivery."""
+"""Finish and publish: samples consumed exactly once, candidates recorded, published where the
+lineage is served, rollback, and a dead worker's version published on redelivery."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.webapp.learning.updates import ready_samples
-from trainer.publish import PublishError
+from tests.factories import UserFactory
+from tests.webapp.learning.updates import FakePush, ready_samples
+from trainer.publish import PublishError, ReplicaUnreachable
+from webapp import replicas
 from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.selectors import policy_version_live
 from webapp.learning.workflows import claiming, publishing
 from webapp.learning.workflows.publishing import PublishFailed, policy_version_publish
+from webapp.replicas import DownReplicas, rendezvous_order
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services, pytest.mark.usefixtures("no_broker")]
+
+THREE = ["http://a:1/v1", "http://b:2/v1", "http://c:3/v1"]
+
+
+@pytest.fixture(autouse=True)
+def nothing_down(monkeypatch) -> DownReplicas:
+    fresh = DownReplicas(for_s=replicas.DOWN_FOR_S)
+    monkeypatch.setattr(replicas, "down", fresh)
+    return fresh
+
+
+class DownPush(FakePush):
+    """Records the loads of the replicas that answer; the ones in ``down`` do not."""
+
+    def __init__(self, down: set[str]) -> None:
+        super().__init__()
+        self.down = down
+
+    def __call__(self, adapter_dir, *, lora_name, serving_urls, timeout=30.0, api_key=""):
+        for url in serving_urls:
+            if url in self.down:
+                raise ReplicaUnreachable(url, "connection refused")
+        return super().__call__(
+            adapter_dir, lora_name=lora_name, serving_urls=serving_urls, api_key=api_key
+        )
 
 
 def test_samples_are_consumed_exactly_once(settings, tmp_path) -> None:
@@ -94,7 +122,7 @@ def test_a_candidate_that_fails_the_gate_is_recorded_not_published(tmp_path, pus
     assert pushed == [] and policy_version_live().number == 0
 
 
-def test_publish_loads_every_replica_then_goes_live_and_rollback_uses_the_same_path(
+def test_the_shared_lineage_loads_into_every_replica_then_goes_live_and_rollback_is_the_same(
     settings, tmp_path, pushed
 ) -> None:
     settings.VLLM_BASE_URLS = ["http://a:1/v1", "http://b:2/v1"]
@@ -106,13 +134,15 @@ def test_publish_loads_every_replica_then_goes_live_and_rollback_uses_the_same_p
     )
     policy_version_publish(version=v1, push=pushed)
     policy_version_publish(version=v2, push=pushed)
-    assert [c["name"] for c in pushed] == ["parley-v1", "parley-v2"]
-    assert pushed[0]["urls"] == settings.VLLM_BASE_URLS
+    assert [c["name"] for c in pushed] == ["parley-v1"] * 2 + ["parley-v2"] * 2
+    assert [c["urls"] for c in pushed[:2]] == [["http://a:1/v1"], ["http://b:2/v1"]]
     assert pushed[0]["key"] == settings.VLLM_API_KEY  # vLLM refuses adapter loads without it
     assert policy_version_live() == v2
     policy_version_publish(version=v1, push=pushed)  # rollback
     assert policy_version_live() == v1
-    assert PolicyVersion.objects.get(pk=v2.pk).status == "retired"
+    retired = PolicyVersion.objects.get(pk=v2.pk)
+    assert retired.status == "retired" and retired.retired_at is not None
+    assert PolicyVersion.objects.get(pk=v1.pk).retired_at is None
     assert PolicyVersion.objects.filter(status="live").count() == 1
 
 
@@ -124,3 +154,68 @@ def test_a_refusing_replica_publishes_nothing(settings, tmp_path) -> None:
     with pytest.raises(PublishFailed, match="b:2"):
         policy_version_publish(version=v1, push=refuse)
     assert policy_version_live().number == 0
+
+
+def _users_version(tmp_path, number: int = 1) -> PolicyVersion:
+    return PolicyVersion.objects.create(
+        number=number,
+        owner=UserFactory(),
+        adapter_path=str(tmp_path / f"v{number}"),
+        status="candidate",
+    )
+
+
+def test_a_users_version_loads_into_their_home_replica_only(settings, tmp_path, pushed) -> None:
+    settings.VLLM_BASE_URLS = THREE
+    version = _users_version(tmp_path)
+    policy_version_publish(version=version, push=pushed)
+    home = rendezvous_order(replicas.lineage_key(version.owner_id), THREE)[0]
+    assert [c["urls"] for c in pushed] == [[home]]
+    assert policy_version_live(owner_id=version.owner_id) == version
+
+
+def test_while_the_home_is_down_the_version_loads_where_its_requests_fall_back(
+    settings, tmp_path, nothing_down
+) -> None:
+    settings.VLLM_BASE_URLS = THREE
+    version = _users_version(tmp_path)
+    order = rendezvous_order(replicas.lineage_key(version.owner_id), THREE)
+    push = DownPush(down={order[0]})
+    policy_version_publish(version=version, push=push)
+    assert [c["urls"] for c in push] == [[order[1]]]
+    assert nothing_down.is_down(order[0])
+    assert replicas.replica_order(replicas.lineage_key(version.owner_id))[0] == order[1]
+    assert PolicyVersion.objects.get(pk=version.pk).status == "live"
+
+
+def test_with_no_replica_answering_nothing_goes_live(settings, tmp_path) -> None:
+    settings.VLLM_BASE_URLS = THREE
+    version = _users_version(tmp_path)
+    with pytest.raises(PublishFailed, match="no serving replica answered"):
+        policy_version_publish(version=version, push=DownPush(down=set(THREE)))
+    assert PolicyVersion.objects.get(pk=version.pk).status == "candidate"
+
+
+def test_a_home_that_refuses_the_adapter_fails_the_publish_with_no_fallback(
+    settings, tmp_path
+) -> None:
+    settings.VLLM_BASE_URLS = THREE
+    version = _users_version(tmp_path)
+    calls = []
+
+    def refuse(adapter_dir, *, serving_urls, **kw):
+        calls.append(serving_urls)
+        raise PublishError(serving_urls[0], "answered 400: bad adapter")
+
+    with pytest.raises(PublishFailed, match="bad adapter"):
+        policy_version_publish(version=version, push=refuse)
+    assert len(calls) == 1 and PolicyVersion.objects.get(pk=version.pk).status == "candidate"
+
+
+def test_the_shared_lineage_skips_a_replica_that_is_down(settings, tmp_path) -> None:
+    settings.VLLM_BASE_URLS = THREE
+    version = PolicyVersion.objects.create(number=1, adapter_path=str(tmp_path), status="candidate")
+    push = DownPush(down={THREE[1]})
+    policy_version_publish(version=version, push=push)
+    assert sorted(u for c in push for u in c["urls"]) == [THREE[0], THREE[2]]
+    assert policy_version_live() == version

@@ -112,7 +112,7 @@ class PolicyVersionAdmin(ViewOnlyAdmin):
         except PublishFailed as exc:
             self.message_user(request, f"Not published: {exc}", level=messages.ERROR)
             return
-        self.message_user(request, f"{version.label} is live on every serving replica.")
+        self.message_user(request, f"{version.label} is live (loaded where its lineage is served).")
 
 
 @admin.register(TrainingUpdate)

@@ -6,10 +6,15 @@ finished update trains nothing again. No feedback is lost: an update the gate re
 samples back (ready again, one more refusal each, trained later at a smaller step); a sample
 refused ``PARLEY_TRAIN_MAX_REFUSALS`` times is excluded, with the gate's reasons as its reason.
 
-Publishing loads the version's adapter into every serving replica, then makes it live. It never
-interrupts serving: vLLM keeps answering while an adapter loads, new requests ask for the new
-adapter's name, and requests in flight finish on the one they started with. If any replica
-refuses, nothing changes. Rollback is the same path for an older version.
+Publishing loads the version's adapter into its lineage's home replica (``webapp.replicas``:
+the first of the lineage's order that answers; the shared lineage's into every replica that
+answers, since it serves everyone everywhere), then makes it live. It never interrupts serving:
+vLLM keeps answering while an adapter loads, new requests ask for the new adapter's name, and
+requests in flight finish on the one they started with. A replica that does not have the
+version yet (one that was down, or a fallback) loads it on the first request that asks for it
+(``webapp.inference.adapter_load``), so no request fails for it. If a replica refuses, or none
+answers, nothing changes. Rollback is the same path for an older version. Versions that are no
+longer live leave the replicas later (``workflows.residency``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from trainer import publish
+from webapp import replicas
 from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.notify import push_learning_status
 from webapp.learning.selectors import policy_version_live
@@ -37,7 +43,8 @@ class PublishFailed(RuntimeError):
 
 
 class AdapterPush(Protocol):
-    """Loads an adapter folder into every replica under ``lora_name`` (trainer.publish.push)."""
+    """Loads an adapter folder into each replica of ``serving_urls`` under ``lora_name``
+    (trainer.publish.push); ReplicaUnreachable for one that did not answer."""
 
     def __call__(
         self,
@@ -53,33 +60,64 @@ class AdapterPush(Protocol):
 def policy_version_publish(
     *, version: PolicyVersion, push: AdapterPush | None = None
 ) -> PolicyVersion:
-    """Load the version into every serving replica (``push``, the real one by default), then
-    make it the live one of its lineage (rollback: an older version of it); PublishFailed when
-    it failed the gate or a replica refused it."""
+    """Load the version into its lineage's home replica (``push``, the real one by default),
+    then make it the live one of its lineage (rollback: an older version of it); PublishFailed
+    when it failed the gate, a replica refused it or none answered."""
     push = publish.push if push is None else push
     if version.status == PolicyVersion.Status.REJECTED:
         raise PublishFailed(f"{version.label} failed the probe gate and cannot be published")
     if version.number != 0:
+        adapter_load_home(version=version, push=push)
+    with transaction.atomic():
+        # Only the version's own lineage changes: other users keep theirs.
+        now = timezone.now()
+        PolicyVersion.objects.select_for_update().filter(
+            status=PolicyVersion.Status.LIVE, owner_id=version.owner_id
+        ).exclude(pk=version.pk).update(status=PolicyVersion.Status.RETIRED, retired_at=now)
+        version.status = PolicyVersion.Status.LIVE
+        version.published_at = now
+        version.retired_at = None
+        version.save(update_fields=["status", "published_at", "retired_at"])
+    return version
+
+
+def adapter_load_home(*, version: PolicyVersion, push: AdapterPush) -> list[str]:
+    """Load a version's adapter where its lineage is served; the replicas that hold it.
+
+    A user's version: the first replica of its lineage's order that answers (its home, or the
+    replica its requests fall back to while the home is down). The shared lineage's: every
+    replica that answers. A replica that does not answer is passed over and remembered as
+    down; one that refuses fails the publish (PublishFailed), as does finding none.
+    """
+    lineage = replicas.lineage_key(version.owner_id)
+    if lineage == replicas.SHARED_LINEAGE:
+        order = replicas.down.last(settings.VLLM_BASE_URLS)
+    else:
+        order = replicas.down.last(replicas.rendezvous_order(lineage, settings.VLLM_BASE_URLS))
+    loaded: list[str] = []
+    unreachable: list[str] = []
+    for replica in order:
         try:
             push(
                 version.adapter_path,
                 lora_name=version.served_name(settings.PARLEY_MODEL_ID),
-                serving_urls=settings.VLLM_BASE_URLS,
+                serving_urls=[replica],
                 timeout=60,
                 api_key=settings.VLLM_API_KEY,
             )
+        except publish.ReplicaUnreachable as exc:
+            replicas.down.mark(replica)
+            unreachable.append(str(exc))
+            continue
         except publish.PublishError as exc:
             if "already" not in str(exc).lower():
                 raise PublishFailed(str(exc)) from exc
-    with transaction.atomic():
-        # Only the version's own lineage changes: other users keep theirs.
-        PolicyVersion.objects.select_for_update().filter(
-            status=PolicyVersion.Status.LIVE, owner_id=version.owner_id
-        ).exclude(pk=version.pk).update(status=PolicyVersion.Status.RETIRED)
-        version.status = PolicyVersion.Status.LIVE
-        version.published_at = timezone.now()
-        version.save(update_fields=["status", "published_at"])
-    return version
+        loaded.append(replica)
+        if lineage != replicas.SHARED_LINEAGE:
+            break
+    if not loaded:
+        raise PublishFailed("no serving replica answered: " + "; ".join(unreachable))
+    return loaded
 
 
 @transaction.atomic
@@ -95,7 +133,8 @@ def policy_lineage_reset(*, owner_id: int) -> PolicyVersion | None:
     )
     if live is not None:
         live.status = PolicyVersion.Status.ROLLED_BACK
-        live.save(update_fields=["status"])
+        live.retired_at = timezone.now()
+        live.save(update_fields=["status", "retired_at"])
     return live
 
 

@@ -1,4 +1,5 @@
-"""python manage.py publish_version N: make version N live on every replica (rollback too)."""
+"""python manage.py publish_version N: make version N live (rollback too), loaded into its
+lineage's home replica (``webapp.replicas``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from webapp.learning.workflows.publishing import PublishFailed, policy_version_p
 
 
 class Command(BaseCommand):
-    help = "Publish (or roll back to) a policy version: load it everywhere, then make it live."
+    help = "Publish (or roll back to) a policy version: load it where it is served, then live."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("number", type=int, help="the version number (0 = the base model)")
