@@ -28,11 +28,7 @@ from typing import Any
 
 from bench.common import ROOT, record
 from bench.many_users_figures import BATCH
-
-COMPRESSION = 50.0
-"""Simulated seconds per benchmark second: an update of 25 s (a 4B model's update and gate on
-an H200, docs/production.md) takes 0.5 s here, the 600 s batch wait 12 s, and a person's
-feedback every 5.5 hours (four or five a day) comes every 400 s."""
+from bench.many_users_run import COMPRESSION
 
 
 def _outer(args: argparse.Namespace) -> int:

@@ -28,6 +28,10 @@ from bench.many_users_figures import (
     same_lineage_overlaps,
 )
 
+COMPRESSION = 50.0
+"""Simulated seconds per benchmark second: an update of 25 s (a 4B model's update and gate on
+an H200, docs/production.md) takes 0.5 s here, the 600 s batch wait 12 s, and a person's
+feedback every 5.5 hours (four or five a day) comes every 400 s."""
 PYTHON = sys.executable
 
 
@@ -234,13 +238,15 @@ def simulate(
     from django.utils import timezone
 
     from webapp.learning.models import Sample
-    from webapp.learning.workflows import claiming
+    from webapp.learning.workflows import claiming, residency
 
     print(f"bench | {people} people, {workers} train worker(s)", flush=True)
     _reset_database()
     replicas.reset()
     conversations = _people(people)
     settings.TRAIN_WORKERS = workers
+    settings.VLLM_BASE_URLS = replicas.urls  # the unload sweep's, run here as beat would
+    settings.ADAPTER_UNLOAD_GRACE_S = round(900 / COMPRESSION)
     env = dict(
         os.environ,
         VLLM_BASE_URLS=",".join(replicas.urls),
@@ -250,7 +256,7 @@ def simulate(
     )
     running = _start_workers(workers, env)
     rng = random.Random(people * 31 + workers)
-    tick, given, queue_calls, oldest_waits = 0.2, 0, [], [0.0]
+    tick, given, queue_calls, oldest_waits, swept = 0.2, 0, [], [0.0], 0.0
     drain_s = 4 * settings.TRAIN_MAX_WAIT_S + 10
     started = time.monotonic()
     try:
@@ -263,6 +269,9 @@ def simulate(
             t0 = time.perf_counter()
             claiming.training_updates_queue()
             queue_calls.append(time.perf_counter() - t0)
+            if elapsed - swept >= 60 / COMPRESSION:  # beat's minute
+                residency.adapters_unload_retired()
+                swept = elapsed
             ready = Sample.objects.filter(status=Sample.Status.READY)
             oldest = ready.aggregate(oldest=Min("created_at"))["oldest"]
             if oldest is not None:
