@@ -115,6 +115,23 @@ def collate(
     return Batch(input_ids_B_T, attention_mask_B_T, target_mask_B_T, target_logp_B_T, temperature_B)
 
 
+def concat_batches(batches: list[Batch], *, pad_id: int = 0) -> Batch:
+    """The batches' rows one after another, right-padded to the widest: row i of the second
+    batch is row len(first) + i, and its first columns are the columns it had."""
+    width = max(batch.input_ids_B_T.shape[1] for batch in batches)
+
+    def padded(tensor: Tensor, value: float) -> Tensor:
+        return torch.nn.functional.pad(tensor, (0, width - tensor.shape[1]), value=value)
+
+    return Batch(
+        torch.cat([padded(b.input_ids_B_T, pad_id) for b in batches]),
+        torch.cat([padded(b.attention_mask_B_T, 0) for b in batches]),
+        torch.cat([padded(b.target_mask_B_T, 0) for b in batches]),
+        torch.cat([padded(b.target_logp_B_T, 0) for b in batches]),
+        torch.cat([b.temperature_B for b in batches]),
+    )
+
+
 def micro_batches(
     rows: list[int], lengths: list[int], *, max_tokens: int, max_rows: int
 ) -> Iterator[list[int]]:

@@ -162,11 +162,19 @@ def trainable_parameters(model: torch.nn.Module) -> list[torch.nn.Parameter]:
     return [param for param in model.parameters() if param.requires_grad]
 
 
+def _has_adapters(model: torch.nn.Module) -> bool:
+    """A base under adapters: peft's ``PeftModel``, or anything with its two methods
+    ``get_base_model`` and ``disable_adapter`` (``trainer.stacked_lora.StackedPolicy``)."""
+    return isinstance(model, PeftModel) or (
+        hasattr(model, "get_base_model") and hasattr(model, "disable_adapter")
+    )
+
+
 @contextlib.contextmanager
 def adapter_disabled(model: torch.nn.Module) -> Iterator[None]:
     """Within the block the model is the frozen base (teacher = base, KL reference)."""
-    if isinstance(model, PeftModel):
-        with model.disable_adapter():
+    if _has_adapters(model):
+        with model.disable_adapter():  # type: ignore[operator]
             yield
     else:
         yield
@@ -201,7 +209,7 @@ def lora_weights(model: torch.nn.Module, weights: dict[str, Tensor]) -> Iterator
 
 
 def _causal_lm(model: torch.nn.Module) -> PreTrainedModel:
-    return model.get_base_model() if isinstance(model, PeftModel) else model
+    return model.get_base_model() if _has_adapters(model) else model  # type: ignore[operator,return-value]
 
 
 def token_logprobs(

@@ -2,10 +2,13 @@
 
 ``prepare_chunk`` collates a micro-batch once per update and computes what stays fixed for it
 (the hinted teacher's log-probs, the base model's when a KL penalty is on); on every step
-``policy_gradient_terms`` scores it under the current policy and returns the algorithm's policy
-loss (``trainer.algorithms`` names it, ``trainer.losses.POLICY_LOSSES`` holds it), the k3 KL
-and the clip fraction. Step 0's log-probs are the old policy's, so the advantages are fixed
-there, and ``logprob_gap`` compares them with the sampler's.
+``batch_logprobs`` scores it under the current policy and ``policy_gradient_terms`` turns those
+log-probs into the algorithm's policy loss (``trainer.algorithms`` names it,
+``trainer.losses.POLICY_LOSSES`` holds it), the k3 KL and the clip fraction. Scoring and loss
+are apart so that several people's chunks can be scored in one forward pass
+(``trainer.multi_person``) and each chunk's loss still computed on its own. Step 0's log-probs
+are the old policy's, so the advantages are fixed there, and ``logprob_gap`` compares them with
+the sampler's.
 """
 
 from __future__ import annotations
@@ -98,15 +101,25 @@ def prepare_chunk(
     return chunk
 
 
+def batch_logprobs(model: torch.nn.Module, batch: Batch) -> Tensor:
+    """The batch's target tokens scored under the current policy, at each row's temperature:
+    (B, T), with gradients when they are on."""
+    return token_logprobs(
+        model,
+        batch.input_ids_B_T,
+        batch.attention_mask_B_T,
+        batch.target_mask_B_T,
+        batch.temperature_B,
+    )
+
+
 def policy_gradient_terms(
-    model: torch.nn.Module, config: UpdateConfig, chunk: Chunk, *, first_step: bool
+    config: UpdateConfig, chunk: Chunk, logp_B_T: Tensor, *, first_step: bool
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """(PPO-clip loss, k3 KL to base, clip fraction) of one micro-batch; fills step-0 state."""
+    """(PPO-clip loss, k3 KL to base, clip fraction) of one micro-batch from its log-probs
+    under the current policy (``batch_logprobs``); fills step-0 state."""
     batch = chunk.batch
     mask_B_T = batch.target_mask_B_T
-    logp_B_T = token_logprobs(
-        model, batch.input_ids_B_T, batch.attention_mask_B_T, mask_B_T, batch.temperature_B
-    )
     if chunk.trainer_old_logp_B_T is None:
         chunk.trainer_old_logp_B_T = logp_B_T.detach()
     trainer_old_B_T = chunk.trainer_old_logp_B_T
@@ -143,13 +156,7 @@ def policy_gradient_terms(
 
 def score(model: torch.nn.Module, batch: Batch) -> Tensor:
     with torch.no_grad():
-        return token_logprobs(
-            model,
-            batch.input_ids_B_T,
-            batch.attention_mask_B_T,
-            batch.target_mask_B_T,
-            batch.temperature_B,
-        )
+        return batch_logprobs(model, batch)
 
 
 def logprob_gap(chunks: list[Chunk], world: World, device: torch.device) -> dict[str, float]:

@@ -23,6 +23,10 @@ micro-batch, and the LoRA gradients and metric totals are summed across ranks be
 No DDP wrapper: the adapter is tiny, so one all-reduce of its flattened gradients per step is
 simpler than hooking every backward pass. Only rank 0 yields metrics and saves the adapter.
 
+The planning (``plan_update``), the fixed inputs (``prepare_inputs``) and everything from the
+log-probs on (``trainer.update_step``) are shared with ``trainer.multi_person``, which trains
+several people's adapters in one forward and backward pass and must compute the same update.
+
 Simplified on purpose: one full batch per step (no minibatch shuffling), a constant learning
 rate and no warm-up — an update is two or three steps, too few for a schedule to matter.
 """
@@ -40,13 +44,12 @@ from torch import Tensor
 
 from trainer.advantages import reward_advantages
 from trainer.algorithms import algorithm_get
-from trainer.anchor import anchor_batch, anchor_kl, anchor_token_ids, next_token_logprobs
+from trainer.anchor import anchor_batch, anchor_token_ids, next_token_logprobs
 from trainer.batch import Batch, Sample, collate, micro_batches
 from trainer.config import UpdateConfig
 from trainer.generation import eos_token_ids
-from trainer.losses import sft_loss
-from trainer.memory import gpu_budget
-from trainer.optimizer_state import OPTIMIZER_STATE_FILE, optimizer_state_load, optimizer_steps
+from trainer.memory import MemoryBudget, gpu_budget
+from trainer.optimizer_state import optimizer_state_load, optimizer_steps
 from trainer.policy import (
     adapter_disabled,
     load_policy,
@@ -54,18 +57,26 @@ from trainer.policy import (
     pick_device,
     release_memory,
     save_adapter,
-    token_logprobs,
     trainable_parameters,
 )
-from trainer.policy_gradient import Chunk, logprob_gap, policy_gradient_terms, prepare_chunk
+from trainer.policy_gradient import Chunk, batch_logprobs, prepare_chunk
 from trainer.ranks import World, reduce_across, sum_gradients
 from trainer.refine import refine_with_hints
+from trainer.update_step import (
+    anchor_loss,
+    new_totals,
+    optimizer_step,
+    pg_chunk_loss,
+    save_optimizer_state,
+    sft_batch_loss,
+)
 
-STEP_TOTALS = ("pg_loss", "kl", "mean_advantage", "clip_fraction", "sft_loss", "anchor_kl")
+Anchor = tuple[Tensor, Tensor, Tensor]
+"""The anchor paragraphs (input ids (B, T), mask (B, T)) and the base's log-probs on them (N, V)."""
 
 
 @dataclass
-class _Plan:
+class UpdatePlan:
     """What one update trains, decided before any gradient: the samples (refined with their
     hints), their reward advantages, and the rows and micro-batches of each loss."""
 
@@ -91,12 +102,12 @@ class _Plan:
 
 
 @dataclass
-class _Inputs:
+class UpdateInputs:
     """This rank's share of the plan on the device, with what stays fixed over the steps."""
 
     chunks: list[Chunk]
     sft_batches: list[Batch]
-    anchor: tuple[Tensor, Tensor, Tensor] | None
+    anchor: Anchor | None
     gap: dict[str, float] = field(default_factory=dict)
 
 
@@ -123,15 +134,16 @@ def run_update(
     torch.manual_seed(config.seed)
     budget = None
     if model is None:
-        longest = max((_length(s) for s in samples), default=0)
+        longest = max((sample_length(s) for s in samples), default=0)
         budget = gpu_budget(base_model_dir, config, pick_device(device), longest_sequence=longest)
         model = load_policy(
             base_model_dir, config, init_adapter_dir=init_adapter_dir, device=device
         )
     dev = next(model.parameters()).device
     pad_id = model.config.pad_token_id or 0
-    plan = _plan(model, config, samples, pad_id=pad_id)
-    inputs = _inputs(model, config, plan, world, base_model_dir=base_model_dir, pad_id=pad_id)
+    plan = plan_update(model, config, samples, pad_id=pad_id)
+    anchor = anchor_reference(model, config, base_model_dir, pad_id)
+    inputs = prepare_inputs(model, config, plan, world, pad_id=pad_id, anchor=anchor)
     params = trainable_parameters(model)
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=0.0)
     optimizer_continued = optimizer_state_load(optimizer, init_adapter_dir, lr=config.lr)
@@ -143,7 +155,7 @@ def run_update(
             yield metrics
     if world.rank == 0:
         save_adapter(model, out_adapter_dir)
-        torch.save(optimizer.state_dict(), Path(out_adapter_dir) / OPTIMIZER_STATE_FILE)
+        save_optimizer_state(optimizer, out_adapter_dir)
     steps_taken = optimizer_steps(optimizer)
     metrics_peak = peak_memory(dev)
     # Drop the optimizer state, activations and cached blocks now, not when the worker exits:
@@ -154,32 +166,56 @@ def run_update(
     if world.rank != 0:
         return
     yield {
+        **update_summary(
+            config,
+            plan,
+            out_adapter_dir,
+            last_loss=metrics["loss"],
+            budget=budget,
+            optimizer_continued=optimizer_continued,
+            optimizer_steps=steps_taken,
+        ),
+        "processes": world.world_size,
+        "setup_seconds": setup_seconds,
+        "seconds": time.perf_counter() - started,
+        **gap,
+        **metrics_peak,
+    }
+
+
+def update_summary(
+    config: UpdateConfig,
+    plan: UpdatePlan,
+    out_adapter_dir: str | Path,
+    *,
+    last_loss: float,
+    budget: MemoryBudget | None,
+    optimizer_continued: bool,
+    optimizer_steps: int,
+) -> dict[str, Any]:
+    """What an update's summary says about one person's update (timing and memory aside)."""
+    return {
         "done": True,
         "adapter_dir": str(Path(out_adapter_dir)),
         "steps": config.steps_per_batch,
-        "loss": metrics["loss"],
+        "loss": last_loss,
         "samples": len(plan.samples),
         "pg_samples": len(plan.pg_rows),
         "sft_samples": len(plan.sft_rows),
         "refined_samples": plan.refined,
         "refine_seconds": plan.refine_seconds,
         "baseline": plan.baseline,
-        "processes": world.world_size,
-        "setup_seconds": setup_seconds,
-        "seconds": time.perf_counter() - started,
         "micro_batches": len(plan.pg_micro) + len(plan.sft_micro),
         "memory_budget": budget.as_dict() if budget is not None else None,
         "sampling_temperatures": sorted({s.temperature for s in plan.samples}),
         "optimizer_state": "continued" if optimizer_continued else "new",
-        "optimizer_steps": steps_taken,
-        **gap,
-        **metrics_peak,
+        "optimizer_steps": optimizer_steps,
     }
 
 
-def _plan(
+def plan_update(
     model: torch.nn.Module, config: UpdateConfig, samples: list[Sample], *, pad_id: int
-) -> _Plan:
+) -> UpdatePlan:
     """Refine the hinted samples (OPD only), take the reward advantages, and sort the rows of
     each loss into micro-batches sized by padded tokens."""
     algorithm = algorithm_get(config.algorithm)
@@ -198,25 +234,27 @@ def _plan(
         return has_signal and len(s.response_token_ids) > 0
 
     pg_rows = sorted(
-        (i for i, s in enumerate(samples) if trains_pg(s)), key=lambda i: _length(samples[i])
+        (i for i, s in enumerate(samples) if trains_pg(s)), key=lambda i: sample_length(samples[i])
     )
     sft_rows = sorted(
         (i for i, s in enumerate(samples) if s.correction_token_ids),
-        key=lambda i: _length(samples[i], correction=True),
+        key=lambda i: sample_length(samples[i], correction=True),
     )
     if not pg_rows and not sft_rows:
         raise ValueError("no sample carries a signal this algorithm can train on")
     sizes = {"max_tokens": config.micro_batch_tokens, "max_rows": config.micro_batch_size}
-    return _Plan(
+    return UpdatePlan(
         samples=samples,
         reward_adv=reward_adv,
         baseline=baseline,
         pg_rows=pg_rows,
         sft_rows=sft_rows,
-        pg_micro=list(micro_batches(pg_rows, [_length(samples[i]) for i in pg_rows], **sizes)),
+        pg_micro=list(
+            micro_batches(pg_rows, [sample_length(samples[i]) for i in pg_rows], **sizes)
+        ),
         sft_micro=list(
             micro_batches(
-                sft_rows, [_length(samples[i], correction=True) for i in sft_rows], **sizes
+                sft_rows, [sample_length(samples[i], correction=True) for i in sft_rows], **sizes
             )
         ),
         refined=refined,
@@ -224,17 +262,18 @@ def _plan(
     )
 
 
-def _inputs(
+def prepare_inputs(
     model: torch.nn.Module,
     config: UpdateConfig,
-    plan: _Plan,
+    plan: UpdatePlan,
     world: World,
     *,
-    base_model_dir: str | Path,
     pad_id: int,
-) -> _Inputs:
+    anchor: Anchor | None,
+) -> UpdateInputs:
     """Without gradients: this rank's micro-batches (every ``world_size``-th), each with its
-    teacher and reference log-probs, the correction batches, and the anchor."""
+    teacher and reference log-probs, and the correction batches; ``anchor`` is kept as it is
+    (``anchor_reference``, computed once for the base model)."""
     algorithm = algorithm_get(config.algorithm)
     use_rl, use_opd = algorithm.uses_reward, algorithm.uses_hint
     dev = next(model.parameters()).device
@@ -257,14 +296,14 @@ def _inputs(
         _correction_batch([plan.samples[i] for i in rows], pad_id).to(dev)
         for rows in plan.sft_micro[world.rank :: world.world_size]
     ]
-    return _Inputs(chunks, sft_batches, _anchor(model, config, base_model_dir, pad_id, dev))
+    return UpdateInputs(chunks, sft_batches, anchor)
 
 
 def _step(
     model: torch.nn.Module,
     config: UpdateConfig,
-    plan: _Plan,
-    inputs: _Inputs,
+    plan: UpdatePlan,
+    inputs: UpdateInputs,
     optimizer: torch.optim.Optimizer,
     params: list[torch.nn.Parameter],
     world: World,
@@ -275,79 +314,58 @@ def _step(
     (and summed across ranks); its metrics."""
     step_started = time.perf_counter()
     dev = next(model.parameters()).device
-    pg_tokens, sft_tokens = plan.pg_tokens, plan.sft_tokens
     model.train()
     optimizer.zero_grad(set_to_none=True)
-    totals = dict.fromkeys(STEP_TOTALS, 0.0)
+    totals = new_totals()
     for chunk in inputs.chunks:
-        share = float(chunk.batch.target_mask_B_T.sum()) / pg_tokens
-        pg, kl, clip_fraction = policy_gradient_terms(model, config, chunk, first_step=step == 0)
-        ((pg + config.kl_coef * kl) * share).backward()
-        totals["pg_loss"] += float(pg.detach()) * share
-        totals["kl"] += float(kl.detach()) * share
-        totals["clip_fraction"] += float(clip_fraction) * share
-        assert chunk.advantages_B_T is not None
-        totals["mean_advantage"] += float(
-            (chunk.advantages_B_T * chunk.batch.target_mask_B_T).sum() / pg_tokens
-        )
+        logp_B_T = batch_logprobs(model, chunk.batch)
+        pg_chunk_loss(
+            config, chunk, logp_B_T, totals, pg_tokens=plan.pg_tokens, first_step=step == 0
+        ).backward()
     for batch in inputs.sft_batches:
-        share = float(batch.target_mask_B_T.sum()) / sft_tokens
-        logp_B_T = token_logprobs(
-            model, batch.input_ids_B_T, batch.attention_mask_B_T, batch.target_mask_B_T
-        )
-        sft = sft_loss(logp_B_T, batch.target_mask_B_T) * share
-        (config.sft_coef * sft).backward()
-        totals["sft_loss"] += float(sft.detach())
+        logp_B_T = batch_logprobs(model, batch)
+        sft_batch_loss(config, batch, logp_B_T, totals, sft_tokens=plan.sft_tokens).backward()
     if inputs.anchor is not None:
-        # Every rank computes it in full; the gradients are summed, hence the share.
         ids_B_T, mask_B_T, base_logp_N_V = inputs.anchor
-        drift = anchor_kl(base_logp_N_V, next_token_logprobs(model, ids_B_T, mask_B_T))
-        (config.anchor_coef * drift / world.world_size).backward()
-        totals["anchor_kl"] += float(drift.detach()) / world.world_size
+        policy_logp_N_V = next_token_logprobs(model, ids_B_T, mask_B_T)
+        anchor_loss(
+            config, base_logp_N_V, policy_logp_N_V, totals, world_size=world.world_size
+        ).backward()
     if world.world_size > 1:
         sum_gradients(params)
         totals = dict(zip(totals, reduce_across(list(totals.values()), dev), strict=True))
-    grad_norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
-    optimizer.step()
-    if step == 0:
-        inputs.gap = logprob_gap(inputs.chunks, world, dev)
-    seconds = time.perf_counter() - step_started
-    tokens = int(pg_tokens + sft_tokens)
-    loss = totals["pg_loss"] + config.kl_coef * totals["kl"]
-    loss += config.sft_coef * totals["sft_loss"] + config.anchor_coef * totals["anchor_kl"]
-    return {
-        "step": step,
-        "loss": loss,
-        **totals,
-        "kl": totals["kl"] if config.kl_coef > 0 else None,
-        "anchor_kl": totals["anchor_kl"] if inputs.anchor is not None else None,
-        "grad_norm": float(grad_norm),
-        "tokens": tokens,
-        "seconds": seconds,
-        "tokens_per_second": tokens / seconds,
-        **inputs.gap,
-        **peak_memory(dev),
-    }
+    return optimizer_step(
+        config,
+        optimizer,
+        params,
+        totals,
+        chunks=inputs.chunks,
+        gap=inputs.gap,
+        tokens=int(plan.pg_tokens + plan.sft_tokens),
+        has_anchor=inputs.anchor is not None,
+        world=world,
+        step=step,
+        started=step_started,
+    )
 
 
-def _length(sample: Sample, *, correction: bool = False) -> int:
+def sample_length(sample: Sample, *, correction: bool = False) -> int:
     """The sequence length a sample's row has (prompt + response, or prompt + correction)."""
     target = (sample.correction_token_ids or []) if correction else sample.response_token_ids
     return len(sample.prompt_token_ids) + len(target)
 
 
-def _anchor(
-    model: torch.nn.Module,
-    config: UpdateConfig,
-    base_model_dir: str | Path,
-    pad_id: int,
-    device: torch.device,
-) -> tuple[Tensor, Tensor, Tensor] | None:
-    """The anchor paragraphs and the base model's next-token log-probs on them, or None."""
+def anchor_reference(
+    model: torch.nn.Module, config: UpdateConfig, base_model_dir: str | Path, pad_id: int
+) -> Anchor | None:
+    """The anchor paragraphs and the base model's next-token log-probs on them, or None when
+    the config has no anchor. The same for every adapter on this base model."""
     if config.anchor_coef <= 0:
         return None
+    device = next(model.parameters()).device
     ids_B_T, mask_B_T = anchor_batch(anchor_token_ids(str(base_model_dir)), pad_id)
     ids_B_T, mask_B_T = ids_B_T.to(device), mask_B_T.to(device)
+    model.eval()
     with torch.no_grad(), adapter_disabled(model):
         base_logp_N_V = next_token_logprobs(model, ids_B_T, mask_B_T)
     return ids_B_T, mask_B_T, base_logp_N_V
