@@ -26,6 +26,7 @@ from trainer.batch import Sample
 from trainer.config import UpdateConfig
 from trainer.distributed import Launcher, run_update_launched
 from trainer.memory import gpu_budget
+from trainer.multi_person import PersonJob, run_updates
 from trainer.policy import load_policy, lora_snapshot, pick_device, release_memory
 from trainer.probes import PROBE_PROMPTS, PROBE_TEXT
 from trainer.probing import HELD_BACK_TOKENS, probe_model
@@ -121,3 +122,57 @@ def train_and_probe(
         "base_probe": base,
         "gate_seconds": time.perf_counter() - started,
     }
+
+
+def train_and_probe_together(
+    jobs: Sequence[PersonJob],
+    *,
+    base_model_dir: str | Path,
+    device: str | torch.device | None = None,
+    probe_prompts: Sequence[str] = PROBE_PROMPTS,
+    probe_text: str = PROBE_TEXT,
+    max_new_tokens: int = 24,
+    holdouts: Sequence[Sequence[Sample]] = (),
+    freshes: Sequence[Sequence[Sample]] = (),
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Several people's updates in one stacked run (``trainer.multi_person.run_updates``), then
+    each candidate probed as ``train_and_probe`` probes one: yield (job index, metrics), each
+    job's summary last with its ``"probe"``, ``"base_probe"`` and ``"gate_seconds"``.
+    ``holdouts`` / ``freshes``: each job's held-back samples, as ``train_and_probe`` takes."""
+    dev = pick_device(device)
+    summaries: dict[int, dict[str, Any]] = {}
+    for index, metrics in run_updates(jobs, base_model_dir=base_model_dir, device=dev):
+        if metrics.get("done"):
+            summaries[index] = metrics
+        else:
+            yield index, metrics
+    tokenizer = AutoTokenizer.from_pretrained(str(base_model_dir))
+    for index, job in enumerate(jobs):
+        started = time.perf_counter()
+        model = load_policy(
+            base_model_dir, job.config, init_adapter_dir=job.init_adapter_dir, device=dev
+        )
+        live_weights = lora_snapshot(model)
+        candidate_state = load_file(str(Path(job.out_adapter_dir) / "adapter_model.safetensors"))
+        set_peft_model_state_dict(model, candidate_state)
+        candidate, base = probe_model(
+            model,
+            tokenizer,
+            probe_prompts,
+            probe_text,
+            max_new_tokens=max_new_tokens,
+            live_weights=live_weights,
+            holdout=holdouts[index] if holdouts else (),
+            fresh=freshes[index] if freshes else (),
+        )
+        del model, live_weights
+        release_memory(dev)
+        yield (
+            index,
+            {
+                **summaries[index],
+                "probe": candidate,
+                "base_probe": base,
+                "gate_seconds": time.perf_counter() - started,
+            },
+        )

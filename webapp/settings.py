@@ -277,8 +277,7 @@ if LEARNING_SCOPE not in ("user", "shared"):
     )
 # Turns served by a version more than this many versions behind the live one are not trained on.
 SAMPLE_MAX_VERSION_LAG = env_int("PARLEY_SAMPLE_MAX_VERSION_LAG", 4)
-# A bare 👎 (no words): this many answers the user never sees are sampled beside it, so the
-# update has something to compare it with (webapp/learning/alternatives.py); 0: none.
+# A bare 👎: this many hidden answers are sampled beside it (learning/alternatives.py); 0: none.
 DISLIKE_ALTERNATIVES = env_int("PARLEY_DISLIKE_ALTERNATIVES", 3)
 # Training: an update runs when this many samples are ready, or the oldest has waited this long.
 TRAIN_BATCH_SIZE = env_int("PARLEY_TRAIN_BATCH_SIZE", ClaimRules.batch_size)
@@ -289,11 +288,12 @@ TRAIN_LR = env_float("PARLEY_TRAIN_LR", 0.0) or None
 TRAIN_STEPS = env_int("PARLEY_TRAIN_STEPS", 0) or None
 # Hint refinement's longest answer (trainer.refine); 0 turns it off; unset: UpdateConfig's 64.
 TRAIN_REFINE_MAX_TOKENS = env_int("PARLEY_TRAIN_REFINE_MAX_TOKENS", -1)
-# Rewards of an update's answers minus their mean (UpdateConfig.batch_baseline): an update whose
-# answers were all liked, or all disliked, carries no reward signal; corrections and hints train.
+# Rewards of an update's answers minus their mean (UpdateConfig.batch_baseline).
 TRAIN_BATCH_BASELINE = env_bool("PARLEY_TRAIN_BATCH_BASELINE", UpdateConfig.batch_baseline)
 # Updates of different lineages at once across the deployment (Procfile: the train concurrency).
 TRAIN_WORKERS = max(1, env_int("PARLEY_TRAIN_WORKERS", 1))
+# People whose updates one worker trains in one stacked run (trainer.multi_person); 1: alone.
+TRAIN_PEOPLE_PER_STEP = max(1, env_int("PARLEY_TRAIN_PEOPLE_PER_STEP", 8))
 # More than 1: each update runs as that many processes, one per GPU (accelerate launch).
 TRAIN_PROCESSES = env_int("PARLEY_TRAIN_PROCESSES", 1)
 # The probe gate refuses a candidate that is broken or worse, never one that is different:

@@ -50,8 +50,7 @@ def _jobs(tiny_model_dir: Path, tmp_path: Path, out: str) -> list[PersonJob]:
             )
         )
     flipped = [
-        dataclasses.replace(s, reward=-s.reward) if s.reward is not None else s
-        for s in samples[2:]
+        dataclasses.replace(s, reward=-s.reward) if s.reward is not None else s for s in samples[2:]
     ]
     return [
         PersonJob(UpdateConfig(lr=1e-2), samples[:5], None, tmp_path / out / "new"),

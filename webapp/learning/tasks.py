@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from celery import Task as CeleryTask
 from celery import shared_task
+from django.conf import settings
 
 from trainer.judge_client import JudgeUnavailable
 from webapp.chat.models import Conversation
 from webapp.core.limits import judging_slot
 from webapp.core.outbox import Task
 from webapp.learning import alternatives
-from webapp.learning.workflows import judging, recovery, residency, training
+from webapp.learning.workflows import judging, recovery, residency, together, training
 
 JUDGE_RETRY = {
     "bind": True,
@@ -85,6 +86,11 @@ def maybe_train() -> list[int]:
 def train_update(self: CeleryTask, update_id: int) -> int | None:
     """Train, gate and publish one update; returns the new version number."""
     try:
-        return training.train_update(update_id, run=training.train_and_gate)
+        return training.train_update(
+            update_id,
+            run=training.train_and_gate,
+            together=together.train_and_gate_together if settings.TRAIN_PROCESSES == 1 else None,
+            people=settings.TRAIN_PEOPLE_PER_STEP,
+        )
     except training.TrainingBusy as busy:
         raise self.retry(countdown=15) from busy

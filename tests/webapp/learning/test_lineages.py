@@ -175,7 +175,7 @@ def test_users_with_ready_batches_take_turns(settings, alice, bob) -> None:
 
 
 def test_one_update_at_a_time_across_users(settings, alice, bob) -> None:
-    settings.TRAIN_BATCH_SIZE = 1
+    settings.TRAIN_BATCH_SIZE, settings.TRAIN_WORKERS, settings.TRAIN_PEOPLE_PER_STEP = 1, 1, 1
     user_samples(alice, 1)
     user_samples(bob, 1)
     first = claiming.training_update_maybe_queue()

@@ -23,6 +23,7 @@ def user_scope(settings, tmp_path):
     settings.ADAPTERS_DIR = tmp_path
     settings.TRAIN_MAX_WAIT_S = 3600
     settings.TRAIN_BATCH_SIZE = 2
+    settings.TRAIN_PEOPLE_PER_STEP = 1
 
 
 @pytest.fixture
@@ -144,3 +145,78 @@ def test_updates_finishing_together_get_different_version_numbers(
     assert errors == []
     numbers = sorted(PolicyVersion.objects.exclude(number=0).values_list("number", flat=True))
     assert numbers == [1, 2]
+
+
+class FakeTogether:
+    """A stacked run that writes each job's adapter and passes each gate; keeps its calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[training.TrainJob]] = []
+
+    def __call__(self, jobs, *, record_step) -> list[training.TrainResult]:
+        self.calls.append(list(jobs))
+        run = FakeRun()
+        results = []
+        for index, job in enumerate(jobs):
+            results.append(run(job, record_step=lambda m, i=index: record_step(i, m)))
+        return results
+
+
+def test_queued_updates_of_other_people_join_one_stacked_run(settings, alice, bob, carol) -> None:
+    settings.TRAIN_WORKERS, settings.TRAIN_PEOPLE_PER_STEP = 1, 3
+    user_samples(alice, 2)
+    user_samples(bob, 2)
+    user_samples(carol, 2)
+    first, second, third = claiming.training_updates_queue()  # one worker, three people
+    together, push = FakeTogether(), FakePush()
+    training.train_update(first.pk, run=FakeRun(), push=push, together=together, people=3)
+    (jobs,) = together.calls
+    assert [job.out_dir.name for job in jobs] == [f"update-{u.pk}" for u in (first, second, third)]
+    for update in (first, second, third):
+        update.refresh_from_db()
+        assert update.status == TrainingUpdate.Status.DONE
+        assert update.summary["people_in_step"] == 3 and len(update.metrics) == 1
+    assert len(push) == 3  # each published on its own
+    # The joined updates' own tasks find them finished.
+    assert (
+        training.train_update(second.pk, run=FakeRun(), push=push, together=together, people=3)
+        is None
+    )
+    assert len(together.calls) == 1 and len(push) == 3
+
+
+def test_a_person_whose_lineage_is_locked_elsewhere_does_not_join(settings, alice, bob) -> None:
+    settings.TRAIN_WORKERS, settings.TRAIN_PEOPLE_PER_STEP = 1, 2
+    user_samples(alice, 2)
+    user_samples(bob, 2)
+    first, second = claiming.training_updates_queue()
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            key = [training.TRAINING_LOCK_KEY, training.lineage_lock_key(second.owner_id)]
+            cursor.execute("SELECT pg_advisory_lock(%s, %s)", key)
+        run = FakeRun()
+        training.train_update(first.pk, run=run, push=FakePush(), together=FakeTogether(), people=2)
+        assert len(run.jobs) == 1  # alone: bob's update stays queued for its own task
+        assert TrainingUpdate.objects.get(pk=second.pk).status == TrainingUpdate.Status.QUEUED
+    finally:
+        other.close()
+
+
+def test_a_failed_stacked_run_fails_every_update_in_it_and_keeps_their_samples(
+    settings, alice, bob
+) -> None:
+    settings.TRAIN_WORKERS, settings.TRAIN_PEOPLE_PER_STEP = 1, 2
+    user_samples(alice, 2)
+    user_samples(bob, 2)
+    first, second = claiming.training_updates_queue()
+
+    def broken(jobs, *, record_step):
+        raise RuntimeError("out of memory")
+
+    with pytest.raises(RuntimeError, match="out of memory"):
+        training.train_update(first.pk, run=FakeRun(), push=FakePush(), together=broken, people=2)
+    for update in (first, second):
+        update.refresh_from_db()
+        assert update.status == TrainingUpdate.Status.FAILED and "out of memory" in update.error
+    assert Sample.objects.filter(status=Sample.Status.READY).count() == 4

@@ -6,8 +6,9 @@ reads the rows they apply to from PostgreSQL and writes what they chose.
 - Trigger: ready samples with a signal (a reward, a hint or a correction) fill
   ``PARLEY_TRAIN_BATCH_SIZE``, or the oldest of them has waited ``PARLEY_TRAIN_MAX_WAIT_S``.
 - Single flight per lineage: never two updates of one lineage at once. Updates of different
-  lineages run side by side, up to ``PARLEY_TRAIN_WORKERS`` at once (the train worker slots of
-  the whole deployment; 1: one update at a time).
+  lineages run side by side: ``PARLEY_TRAIN_WORKERS`` train workers (the whole deployment's),
+  each training up to ``PARLEY_TRAIN_PEOPLE_PER_STEP`` people's updates in one stacked run, so
+  that many may be queued or running at once.
 - Pause: a user who paused learning ("My model") has their samples recorded but not trained;
   the trigger and the batch leave them out until they resume.
 - Lineages: with ``PARLEY_LEARNING_SCOPE=user`` the trigger counts each user's samples apart and
@@ -193,6 +194,13 @@ def next_lineage_owner(*, force: bool = False) -> int | None:
     return min(waits, key=lambda owner: (waits[owner], owner or 0))
 
 
+def train_slots() -> int:
+    """Updates that may be queued or running at once: each train worker's stacked run takes
+    up to ``PARLEY_TRAIN_PEOPLE_PER_STEP`` people's (one lineage's update alone with
+    ``shared``)."""
+    return settings.TRAIN_WORKERS * settings.TRAIN_PEOPLE_PER_STEP
+
+
 @transaction.atomic
 def training_update_maybe_queue(*, force: bool = False) -> TrainingUpdate | None:
     """Queue the next lineage's update when its batch is due and a train slot is free.
@@ -205,7 +213,7 @@ def training_update_maybe_queue(*, force: bool = False) -> TrainingUpdate | None
     # neither queue two updates of one lineage nor pass the slot limit.
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [QUEUE_LOCK_KEY])
-    if TrainingUpdate.objects.filter(status__in=ACTIVE).count() >= settings.TRAIN_WORKERS:
+    if TrainingUpdate.objects.filter(status__in=ACTIVE).count() >= train_slots():
         return None
     owner_id = None
     if settings.LEARNING_SCOPE == "user":
@@ -228,7 +236,7 @@ def training_update_maybe_queue(*, force: bool = False) -> TrainingUpdate | None
 def training_updates_queue(*, force: bool = False) -> list[TrainingUpdate]:
     """Queue updates while train slots are free and lineages have a due batch."""
     queued: list[TrainingUpdate] = []
-    while len(queued) < settings.TRAIN_WORKERS:
+    while len(queued) < train_slots():
         update = training_update_maybe_queue(force=force)
         if update is None:
             break

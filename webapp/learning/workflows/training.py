@@ -207,6 +207,12 @@ def train_and_gate(job: TrainJob, *, record_step: Callable[[dict[str, Any]], Non
             summary = metrics
         else:
             record_step(metrics)
+    return gated(job, summary)
+
+
+def gated(job: TrainJob, summary: dict[str, Any]) -> TrainResult:
+    """The trainer's summary of one update, with its probe figures taken out and decided on."""
+    summary = dict(summary)
     probe, base_probe = summary.pop("probe"), summary.pop("base_probe")
     passed, reasons = job.gate.decide(probe, base_probe)
     return TrainResult(
@@ -237,18 +243,37 @@ def maybe_train() -> list[int]:
     return [update.pk for update in claiming.training_updates_queue()]
 
 
+class TrainTogether(Protocol):
+    """Train several people's updates in one stacked run, then gate each (one result per job,
+    in order); ``record_step`` gets the job's index with each step's metrics."""
+
+    def __call__(
+        self, jobs: Sequence[TrainJob], *, record_step: Callable[[int, dict[str, Any]], None]
+    ) -> list[TrainResult]: ...
+
+
 def train_update(
-    update_id: int, *, run: TrainRun, push: publishing.AdapterPush | None = None
+    update_id: int,
+    *,
+    run: TrainRun,
+    push: publishing.AdapterPush | None = None,
+    together: TrainTogether | None = None,
+    people: int = 1,
 ) -> int | None:
     """Train, gate and publish one update; the new version number (None: nothing to do).
+
+    With ``together`` and ``people`` > 1, other people's queued updates join it, up to
+    ``people`` in all, each under its own lineage's lock, and train in one stacked run; each is
+    still gated, finished and published on its own. A joined update's own task later finds it
+    finished and does nothing.
 
     Raises TrainingBusy while another update of its lineage holds the lineage's lock.
     """
     owner_id = (
         TrainingUpdate.objects.filter(pk=update_id).values_list("owner_id", flat=True).first()
     )
-    with training_lock(owner_id) as acquired:
-        if not acquired:
+    with contextlib.ExitStack() as locks:
+        if not locks.enter_context(training_lock(owner_id)):
             raise TrainingBusy(f"update {update_id} waits for the training lock")
         update = claiming.training_update_claim(update_id=update_id)
         if update is None:  # already finished: publish what it left, if anything
@@ -256,31 +281,83 @@ def train_update(
             if leftover is None:
                 return None
             return publishing.policy_version_publish(version=leftover, push=push).number
-        try:
-            job = train_job(update=update)
-            started = time.monotonic()
-            result = run(
-                job,
-                record_step=lambda metrics: training_update_record_step(
-                    update=update, metrics=metrics
-                ),
-            )
-            if job.base_probe is None:
-                base_probe_store(probe=result.base_probe)
-            version = publishing.training_update_finish(
-                update=update,
-                summary={**result.summary, "train_seconds": time.monotonic() - started},
-                adapter_dir=job.out_dir,
-                probe=result.probe,
-                passed=result.passed,
-                reasons=result.reasons,
-            )
-        except Exception:
-            publishing.training_update_fail(update_id=update_id, error=traceback.format_exc())
-            raise
+        group = [update]
+        if together is not None and people > 1:
+            group += _joining(locks, update=update, limit=people - 1)
+        versions = _train_group(group, run=run, together=together)
     # The version's status, not the gate's verdict: finishing also rejects a candidate whose
     # samples an owner deleted while it trained.
-    if version.status == PolicyVersion.Status.CANDIDATE:
-        publishing.policy_version_publish(version=version, push=push)
+    for version in versions:
+        if version.status == PolicyVersion.Status.CANDIDATE:
+            publishing.policy_version_publish(version=version, push=push)
     enqueue(Task.MAYBE_TRAIN)  # more samples may have arrived while this one trained
-    return version.number
+    return versions[0].number
+
+
+def _joining(
+    locks: contextlib.ExitStack, *, update: TrainingUpdate, limit: int
+) -> list[TrainingUpdate]:
+    """Other lineages' queued updates, oldest first, that this run takes (their locks held)."""
+    joined: list[TrainingUpdate] = []
+    owners = {update.owner_id}
+    waiting = (
+        TrainingUpdate.objects.filter(status=TrainingUpdate.Status.QUEUED)
+        .exclude(pk=update.pk)
+        .order_by("created_at", "pk")
+    )
+    for other in waiting[: limit * 4]:
+        if len(joined) >= limit:
+            break
+        if other.owner_id in owners or not locks.enter_context(training_lock(other.owner_id)):
+            continue
+        claimed = claiming.training_update_claim(update_id=other.pk)
+        if claimed is not None:
+            joined.append(claimed)
+            owners.add(other.owner_id)
+    return joined
+
+
+def _train_group(
+    group: list[TrainingUpdate], *, run: TrainRun, together: TrainTogether | None
+) -> list[PolicyVersion]:
+    """Train the claimed updates (alone: ``run``; several: ``together``) and finish each."""
+    try:
+        jobs = [train_job(update=update) for update in group]
+        started = time.monotonic()
+        if len(group) == 1 or together is None:
+            results = [
+                run(
+                    jobs[0],
+                    record_step=lambda m: training_update_record_step(update=group[0], metrics=m),
+                )
+            ]
+        else:
+            results = together(
+                jobs,
+                record_step=lambda i, m: training_update_record_step(update=group[i], metrics=m),
+            )
+        seconds = time.monotonic() - started
+    except Exception:
+        for update in group:
+            publishing.training_update_fail(update_id=update.pk, error=traceback.format_exc())
+        raise
+    versions = []
+    for update, job, result in zip(group, jobs, results, strict=True):
+        try:
+            if job.base_probe is None:
+                base_probe_store(probe=result.base_probe)
+            summary = {**result.summary, "train_seconds": seconds, "people_in_step": len(group)}
+            versions.append(
+                publishing.training_update_finish(
+                    update=update,
+                    summary=summary,
+                    adapter_dir=job.out_dir,
+                    probe=result.probe,
+                    passed=result.passed,
+                    reasons=result.reasons,
+                )
+            )
+        except Exception:
+            publishing.training_update_fail(update_id=update.pk, error=traceback.format_exc())
+            raise
+    return versions
