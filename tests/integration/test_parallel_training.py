@@ -64,6 +64,7 @@ def _env(serving_url: str, adapters_dir) -> dict[str, str]:
         PARLEY_LEARNING_SCOPE="user",
         PARLEY_TRAIN_BATCH_SIZE="3",
         PARLEY_TRAIN_WORKERS="2",
+        PARLEY_TRAIN_PEOPLE_PER_STEP="1",  # each worker one update: the two workers overlap
         PARLEY_ADAPTERS_DIR=str(adapters_dir),
         PARLEY_BENCH_UPDATE_S=str(UPDATE_S),
     )
