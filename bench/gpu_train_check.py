@@ -15,7 +15,11 @@ prepared folder under PARLEY_MODELS_DIR, or --tokenizer). Then, timed:
 3. the largest micro-batch that fits: one forward and backward pass at 1k, 2k, 4k, ... tokens
    until the GPU runs out (or --max-probe-tokens);
 4. the multi-process path with one process (``trainer.distributed``: accelerate on a GPU,
-   torchrun on the CPU), which loads the model from a folder this writes first.
+   torchrun on the CPU), which loads the model from a folder this writes first;
+5. several people in one step from that folder: 8 people × 8 short answers, one
+   ``trainer.multi_person.run_updates`` against one ``run_update`` each
+   (``bench.multi_person_step.compare``: samples/s of each, the ratio, the adapters' largest
+   difference).
 
 It prints each figure and writes them all to a JSON file (--out). The estimate of
 ``trainer.memory`` is printed beside the measured peak, so the arithmetic can be checked.
@@ -41,7 +45,9 @@ if str(ROOT) not in sys.path:
 import torch  # noqa: E402
 from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM  # noqa: E402
 
-from trainer.batch import Sample, chat_prompt_ids, collate  # noqa: E402
+from bench.gpu_memory_probe import gpu_peaks, largest_micro_batch, reset_peaks  # noqa: E402
+from bench.multi_person_step import leg_status, multi_person_leg  # noqa: E402
+from trainer.batch import Sample, chat_prompt_ids  # noqa: E402
 from trainer.config import UpdateConfig  # noqa: E402
 from trainer.distributed import run_update_launched  # noqa: E402
 from trainer.memory import SHAPES, ModelShape, anchor_token_count, memory_budget  # noqa: E402
@@ -49,7 +55,6 @@ from trainer.policy import (  # noqa: E402
     policy_from_base,
     release_memory,
     resolve_base_dtype,
-    token_logprobs,
     uses_gradient_checkpointing,
 )
 from trainer.probes import PROBE_PROMPTS, PROBE_TEXT  # noqa: E402
@@ -129,61 +134,6 @@ def make_samples(tokenizer: Any, count: int, tokens: int, vocab: int) -> list[Sa
     return samples
 
 
-def gpu_peaks(device: torch.device) -> dict[str, float | None]:
-    if device.type != "cuda":
-        return {"peak_allocated_gib": None, "peak_reserved_gib": None}
-    return {
-        "peak_allocated_gib": torch.cuda.max_memory_allocated(device) / 2**30,
-        "peak_reserved_gib": torch.cuda.max_memory_reserved(device) / 2**30,
-    }
-
-
-def reset_peaks(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
-
-
-def largest_micro_batch(
-    model: Any, vocab: int, device: torch.device, *, start: int, limit: int, deadline: float
-) -> dict[str, Any]:
-    """Double the tokens of one forward + backward pass (1k-token rows) until it fails."""
-    fits: list[dict[str, Any]] = []
-    tokens, failed = start, None
-    model.train()
-    while tokens <= limit and time.monotonic() < deadline:
-        rows, width = max(tokens // start, 1), min(tokens, start)
-        ids = torch.randint(3, vocab, (rows, width))
-        batch = collate([row[:8] for row in ids.tolist()], [row[8:] for row in ids.tolist()])
-        batch = batch.to(device)
-        reset_peaks(device)
-        started = time.perf_counter()
-        try:
-            logp = token_logprobs(
-                model, batch.input_ids_B_T, batch.attention_mask_B_T, batch.target_mask_B_T
-            )
-            logp.sum().backward()
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            # Read before release_memory, which resets the peak counters.
-            fit = {"tokens": tokens, "seconds": time.perf_counter() - started, **gpu_peaks(device)}
-        except torch.OutOfMemoryError as exc:
-            failed = {"tokens": tokens, "error": str(exc).splitlines()[0]}
-            break
-        finally:
-            model.zero_grad(set_to_none=True)
-            logp = None  # drop the graph before the next size
-            release_memory(device)
-        fits.append(fit)
-        tokens *= 2
-    model.eval()
-    return {
-        "largest_tokens": fits[-1]["tokens"] if fits else 0,
-        "tried": fits,
-        "first_failure": failed,
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tokenizer", type=Path, default=None, help="a model folder's tokenizer")
@@ -193,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, default=None, help="per sample (1024; tiny: 96)")
     parser.add_argument("--max-probe-tokens", type=int, default=None)
     parser.add_argument("--skip-launched", action="store_true", help="leave out leg 4")
+    parser.add_argument("--skip-multi-person", action="store_true", help="leave out leg 5")
     parser.add_argument(
         "--out", type=Path, default=ROOT / "bench" / "results" / "gpu_train_check.json"
     )
@@ -311,8 +262,13 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_launched:
             figures["launched"] = launched_leg(config, samples, tokenizer, shape, folder, device)
             say(f"launched ({figures['launched']['launcher']}): {_status(figures['launched'])}")
-            if not figures["launched"]["ok"]:
-                figures["failures"].append("launched")
+        if not args.skip_multi_person:
+            save_base(config, tokenizer, shape, folder, device)
+            figures["multi_person"] = multi_person_leg(tokenizer, folder / "base", device)
+            say(f"several people in one step: {leg_status(figures['multi_person'])}")
+        figures["failures"] += [
+            leg for leg in ("launched", "multi_person") if not figures.get(leg, {"ok": True})["ok"]
+        ]
     figures["total_seconds"] = time.monotonic() - began
     figures["django_imported"] = any(sys.modules.get(name) for name in ("django", "webapp"))
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -333,14 +289,7 @@ def launched_leg(
     launcher = "accelerate" if device.type == "cuda" else "torchrun"
     result: dict[str, Any] = {"launcher": launcher, "ok": False}
     try:
-        started = time.perf_counter()
-        dtype = resolve_base_dtype(config, device)
-        model = build_model(shape, shape.vocab, tokenizer, dtype, device)
-        model.save_pretrained(folder / "base", safe_serialization=True)
-        tokenizer.save_pretrained(folder / "base")
-        del model
-        release_memory(device)
-        result["save_seconds"] = time.perf_counter() - started
+        result["save_seconds"] = save_base(config, tokenizer, shape, folder, device)
         started = time.perf_counter()
         metrics = list(
             run_update_launched(
@@ -362,6 +311,21 @@ def launched_leg(
     except Exception as exc:  # noqa: BLE001 - a failed leg is a figure, not a crash
         result["error"] = "".join(traceback.format_exception_only(exc)).strip()[-2000:]
     return result
+
+
+def save_base(
+    config: UpdateConfig, tokenizer: Any, shape: ModelShape, folder: Path, device: torch.device
+) -> float:
+    """Write the random model and its tokenizer to ``folder / "base"`` once; the seconds."""
+    if (folder / "base" / "config.json").is_file():
+        return 0.0
+    started = time.perf_counter()
+    model = build_model(shape, shape.vocab, tokenizer, resolve_base_dtype(config, device), device)
+    model.save_pretrained(folder / "base", safe_serialization=True)
+    tokenizer.save_pretrained(folder / "base")
+    del model
+    release_memory(device)
+    return time.perf_counter() - started
 
 
 def _update_peaks(summary: dict[str, Any]) -> dict[str, float | None]:

@@ -5,45 +5,42 @@ each as ``run_update`` would have trained it alone. The base model is loaded onc
 every person's adapter (``trainer.stacked_lora.StackedPolicy``); each row of a pass goes
 through its own person's adapter, so each person's gradient comes from their own rows only.
 
-Per person, exactly ``run_update``'s code: the plan (hint refinement, reward advantages,
-micro-batches: ``trainer.update.plan_update``) and the fixed inputs (teacher and reference
-log-probs: ``prepare_inputs``) with every row through their adapter; their own AdamW continued
-from the ``optimizer.pt`` beside their initial adapter, at their own learning rate; their own
-loss terms, gradient clipping, step and metrics (``trainer.update_step``). Shared: the base
-model's weights and its log-probs on the anchor paragraphs (the same for everyone).
-
-What is stacked is each step's scoring: every person's micro-batches are packed, whole, into
-passes of at most ``micro_batch_tokens`` padded tokens (rows of one person kept together), and
-each pass runs one forward and one backward over all its people's rows. The anchor paragraphs
-go through each person's adapter, several people per pass, as many as keep the vocabulary-wide
-log-probs within what one pass's logits may hold (``LOGIT_CHUNK_TOKENS`` positions).
+Per person, ``run_update``'s code: the plan (reward advantages, micro-batches:
+``trainer.update.plan_update``) and the fixed inputs (teacher and reference log-probs:
+``prepare_inputs``) with every row through their adapter; their own AdamW continued from the
+``optimizer.pt`` beside their initial adapter, at their own learning rate; their own loss
+terms, gradient clipping, step and metrics (``trainer.update_step``). Shared: the base model's
+weights, its log-probs on the anchor paragraphs (the same for everyone), and the hint
+refinement's greedy decoding, one batch for every person's hinted prompts (each through its
+own teacher: the base, or that person's adapter). Each step scores every person's rows in a few
+shared passes (``trainer.stacked_step``).
 
 The result equals K ``run_update`` calls up to float rounding (tests/trainer/test_multi_person.py
-checks adapters and optimizer states). Not stacked: LoRA dropout (a row's draw could not
-match), several processes (``trainer.distributed``), and the probe gate, which the caller runs
-per adapter.
+checks adapters and optimizer states; a refinement decoded in a larger batch could in principle
+pick another token at an exact tie). Not stacked: LoRA dropout (a row's draw could not match),
+several processes (``trainer.distributed``), and the probe gate, which the caller runs per
+adapter.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor
 from transformers import AutoModelForCausalLM, PreTrainedModel
 
-from trainer.anchor import next_token_logprobs
-from trainer.batch import Batch, Sample, concat_batches
+from trainer.algorithms import algorithm_get
+from trainer.batch import Sample
 from trainer.config import UpdateConfig
+from trainer.generation import eos_token_ids
 from trainer.memory import MemoryBudget, gpu_budget
 from trainer.optimizer_state import optimizer_state_load, optimizer_steps
 from trainer.policy import (
-    LOGIT_CHUNK_TOKENS,
     max_serving_lora_rank,
     peak_memory,
     pick_device,
@@ -51,8 +48,8 @@ from trainer.policy import (
     resolve_base_dtype,
     uses_gradient_checkpointing,
 )
-from trainer.policy_gradient import Chunk, batch_logprobs
 from trainer.ranks import World
+from trainer.refine import Refinement, needs_refinement, refine_with_hints
 from trainer.stacked_lora import (
     PersonLora,
     StackedPolicy,
@@ -60,24 +57,22 @@ from trainer.stacked_lora import (
     load_person_lora,
     new_person_lora,
 )
+from trainer.stacked_step import PersonState, stacked_step
 from trainer.update import (
     Anchor,
-    UpdateInputs,
-    UpdatePlan,
     anchor_reference,
     plan_update,
     prepare_inputs,
     sample_length,
     update_summary,
 )
-from trainer.update_step import (
-    anchor_loss,
-    new_totals,
-    optimizer_step,
-    pg_chunk_loss,
-    save_optimizer_state,
-    sft_batch_loss,
-)
+from trainer.update_step import save_optimizer_state
+
+CPU_PASS_TOKENS = 2048
+"""Padded tokens per shared pass on the CPU: there a pass of 1-2k tokens measured the fastest
+per token (SmolLM2-135M, 2 cores: 3.7 ms/token at 2,048 against 4.5 at 4,096 and 5.1 at 512),
+since larger ones spill the activations out of the caches. On a GPU a pass takes as many as the
+configs' ``micro_batch_tokens`` allow."""
 
 
 @dataclass(frozen=True)
@@ -89,34 +84,6 @@ class PersonJob:
     init_adapter_dir: str | Path | None
     """Their live adapter (its ``optimizer.pt`` continues), or None for a new one."""
     out_adapter_dir: str | Path
-
-
-@dataclass
-class _Person:
-    """One person's state over the update."""
-
-    index: int
-    job: PersonJob
-    plan: UpdatePlan
-    inputs: UpdateInputs
-    params: list[torch.nn.Parameter]
-    optimizer: torch.optim.Optimizer
-    continued: bool
-    totals: dict[str, float] = field(default_factory=new_totals)
-    last: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def config(self) -> UpdateConfig:
-        return self.job.config
-
-
-@dataclass
-class _Segment:
-    """Rows of one person scored in a shared pass, and the loss their log-probs give."""
-
-    person: int
-    batch: Batch
-    loss: Callable[[Tensor], Tensor]
 
 
 def run_updates(
@@ -142,6 +109,8 @@ def run_updates(
     _check_jobs(jobs)
     dev = pick_device(device)
     max_tokens = micro_batch_tokens or max(job.config.micro_batch_tokens for job in jobs)
+    if micro_batch_tokens is None and dev.type == "cpu":
+        max_tokens = min(max_tokens, CPU_PASS_TOKENS)
     base = AutoModelForCausalLM.from_pretrained(
         str(base_model_dir), dtype=resolve_base_dtype(first, dev)
     )
@@ -160,16 +129,20 @@ def run_updates(
     pad_id = model.config.pad_token_id or 0
     anchored = [job.config for job in jobs if job.config.anchor_coef > 0]
     anchor = anchor_reference(model, anchored[0], base_model_dir, pad_id) if anchored else None
-    people = [_prepare(model, k, job, anchor, pad_id) for k, job in enumerate(jobs)]
+    refinements = _refine_together(model, jobs, pad_id)
+    people = [
+        _prepare(model, k, job, refinement, anchor, pad_id)
+        for k, (job, refinement) in enumerate(zip(jobs, refinements, strict=True))
+    ]
     setup_seconds = time.perf_counter() - started
     for step in range(max(job.config.steps_per_batch for job in jobs)):
         active = [p for p in people if step < p.config.steps_per_batch]
-        _stacked_step(model, active, step=step, max_tokens=max_tokens, pad_id=pad_id)
+        stacked_step(model, active, step=step, max_tokens=max_tokens, pad_id=pad_id)
         for person in active:
             yield person.index, person.last
     for person in people:
-        model.save_person(person.index, person.job.out_adapter_dir)
-        save_optimizer_state(person.optimizer, person.job.out_adapter_dir)
+        model.save_person(person.index, person.out_adapter_dir)
+        save_optimizer_state(person.optimizer, person.out_adapter_dir)
     summaries = [_summary(p, budget, setup_seconds, len(people)) for p in people]
     metrics_peak = peak_memory(dev)
     # As run_update does: an idle worker holding its peak starves vLLM on a shared GPU.
@@ -214,150 +187,65 @@ def _person_loras(jobs: Sequence[PersonJob], base: PreTrainedModel) -> list[Pers
     return loras
 
 
+def _refine_together(
+    model: StackedPolicy, jobs: Sequence[PersonJob], pad_id: int
+) -> list[Refinement]:
+    """Every person's hint refinement (``trainer.refine``) with as few greedy batches as their
+    configs allow: one per teacher and answer length, each prompt through its own person's
+    teacher. A person's ``seconds`` is their batch's, which they share."""
+    batches: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for k, job in enumerate(jobs):
+        config = job.config
+        if algorithm_get(config.algorithm).uses_hint and config.refine_max_tokens > 0:
+            key = (config.teacher, config.refine_max_tokens)
+            hinted = [(k, i) for i, s in enumerate(job.samples) if needs_refinement(s)]
+            batches.setdefault(key, []).extend(hinted)
+    samples = [list(job.samples) for job in jobs]
+    refined, seconds = [0] * len(jobs), [0.0] * len(jobs)
+    for members in batches.values():
+        started = time.perf_counter()
+        config = jobs[members[0][0]].config
+        prompts = [jobs[k].samples[i] for k, i in members]
+        with model.rows([k for k, _ in members]):
+            answers, _ = refine_with_hints(
+                model, prompts, config, eos_ids=eos_token_ids(model), pad_id=pad_id
+            )
+        for (k, i), answer in zip(members, answers, strict=True):
+            samples[k][i] = answer
+            refined[k] += answer.correction_token_ids is not None
+            seconds[k] = time.perf_counter() - started
+    return [Refinement(samples[k], refined[k], seconds[k]) for k in range(len(jobs))]
+
+
 def _prepare(
-    model: StackedPolicy, k: int, job: PersonJob, anchor: Anchor | None, pad_id: int
-) -> _Person:
+    model: StackedPolicy,
+    k: int,
+    job: PersonJob,
+    refinement: Refinement,
+    anchor: Anchor | None,
+    pad_id: int,
+) -> PersonState:
     """Person k's plan and fixed inputs, with every row through their adapter, and their
     AdamW, continued from their initial adapter's state as ``run_update`` continues it."""
     config = job.config
     with model.person(k):
-        plan = plan_update(model, config, job.samples, pad_id=pad_id)
+        plan = plan_update(model, config, job.samples, pad_id=pad_id, refinement=refinement)
         own_anchor = anchor if config.anchor_coef > 0 else None
         inputs = prepare_inputs(model, config, plan, World(), pad_id=pad_id, anchor=own_anchor)
     params = model.person_parameters(k)
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=0.0)
     continued = optimizer_state_load(optimizer, job.init_adapter_dir, lr=config.lr)
-    return _Person(k, job, plan, inputs, params, optimizer, continued)
-
-
-def _stacked_step(
-    model: StackedPolicy, people: list[_Person], *, step: int, max_tokens: int, pad_id: int
-) -> None:
-    """One optimizer step for each person, their rows scored together; fills ``person.last``."""
-    started = time.perf_counter()
-    model.train()
-    for person in people:
-        person.optimizer.zero_grad(set_to_none=True)
-        person.totals = new_totals()
-    segments = [
-        *(_pg_segment(person, chunk, step) for person in people for chunk in person.inputs.chunks),
-        *(_sft_segment(person, batch) for person in people for batch in person.inputs.sft_batches),
-    ]
-    for pack in _packs(segments, max_tokens):
-        _score_together(model, pack, pad_id)
-    anchored = [person for person in people if person.inputs.anchor is not None]
-    for group in _anchor_groups(anchored):
-        _anchor_together(model, group)
-    for person in people:
-        person.last = optimizer_step(
-            person.config,
-            person.optimizer,
-            person.params,
-            person.totals,
-            chunks=person.inputs.chunks,
-            gap=person.inputs.gap,
-            tokens=int(person.plan.pg_tokens + person.plan.sft_tokens),
-            has_anchor=person.inputs.anchor is not None,
-            world=World(),
-            step=step,
-            started=started,
-        )
-
-
-def _pg_segment(person: _Person, chunk: Chunk, step: int) -> _Segment:
-    def loss(logp_B_T: Tensor) -> Tensor:
-        return pg_chunk_loss(
-            person.config,
-            chunk,
-            logp_B_T,
-            person.totals,
-            pg_tokens=person.plan.pg_tokens,
-            first_step=step == 0,
-        )
-
-    return _Segment(person.index, chunk.batch, loss)
-
-
-def _sft_segment(person: _Person, batch: Batch) -> _Segment:
-    def loss(logp_B_T: Tensor) -> Tensor:
-        return sft_batch_loss(
-            person.config, batch, logp_B_T, person.totals, sft_tokens=person.plan.sft_tokens
-        )
-
-    return _Segment(person.index, batch, loss)
-
-
-def _packs(segments: list[_Segment], max_tokens: int) -> list[list[_Segment]]:
-    """Whole segments, narrowest first, into passes of at most ``max_tokens`` padded tokens
-    (rows × widest row); a segment over the limit alone still gets a pass of its own. Within a
-    pass one person's segments are adjacent, so their rows make one run."""
-    packs: list[list[_Segment]] = []
-    rows = width = 0
-    for segment in sorted(segments, key=lambda s: s.batch.input_ids_B_T.shape[1]):
-        seg_rows, seg_width = segment.batch.input_ids_B_T.shape
-        wider = max(width, seg_width)
-        if packs and (rows + seg_rows) * wider <= max_tokens:
-            packs[-1].append(segment)
-            rows, width = rows + seg_rows, wider
-        else:
-            packs.append([segment])
-            rows, width = seg_rows, seg_width
-    return [sorted(pack, key=lambda s: s.person) for pack in packs]
-
-
-def _score_together(model: StackedPolicy, pack: list[_Segment], pad_id: int) -> None:
-    """One forward pass over the pack's rows, each through its person's adapter; each
-    segment's loss on its own rows' log-probs; one backward pass for the sum."""
-    batch = concat_batches([segment.batch for segment in pack], pad_id=pad_id)
-    persons = [s.person for s in pack for _ in range(s.batch.input_ids_B_T.shape[0])]
-    with model.rows(persons):
-        logp_B_T = batch_logprobs(model, batch)
-        losses, row = [], 0
-        for segment in pack:
-            rows, width = segment.batch.input_ids_B_T.shape
-            losses.append(segment.loss(logp_B_T[row : row + rows, :width]))
-            row += rows
-        torch.stack(losses).sum().backward()
-
-
-def _anchor_groups(people: list[_Person]) -> list[list[_Person]]:
-    """People whose anchor passes run together: as many as keep the positions scored over
-    the whole vocabulary within ``LOGIT_CHUNK_TOKENS``, at least one."""
-    if not people:
-        return []
-    assert people[0].inputs.anchor is not None
-    positions = max(int(people[0].inputs.anchor[2].shape[0]), 1)
-    size = max(LOGIT_CHUNK_TOKENS // positions, 1)
-    return [people[i : i + size] for i in range(0, len(people), size)]
-
-
-def _anchor_together(model: StackedPolicy, group: list[_Person]) -> None:
-    """The anchor paragraphs once per person of the group, in one pass through each one's
-    adapter; each person's anchor loss on their own positions; one backward pass."""
-    assert group[0].inputs.anchor is not None
-    ids_B_T, mask_B_T, base_logp_N_V = group[0].inputs.anchor
-    rows = ids_B_T.shape[0]
-    persons = [person.index for person in group for _ in range(rows)]
-    with model.rows(persons):
-        policy_logp_N_V = next_token_logprobs(
-            model, ids_B_T.repeat(len(group), 1), mask_B_T.repeat(len(group), 1)
-        )
-        blocks = policy_logp_N_V.split(base_logp_N_V.shape[0])
-        losses = [
-            anchor_loss(person.config, base_logp_N_V, block, person.totals)
-            for person, block in zip(group, blocks, strict=True)
-        ]
-        torch.stack(losses).sum().backward()
+    return PersonState(k, config, job.out_adapter_dir, plan, inputs, params, optimizer, continued)
 
 
 def _summary(
-    person: _Person, budget: MemoryBudget | None, setup_seconds: float, people: int
+    person: PersonState, budget: MemoryBudget | None, setup_seconds: float, people: int
 ) -> dict[str, Any]:
     return {
         **update_summary(
             person.config,
             person.plan,
-            person.job.out_adapter_dir,
+            person.out_adapter_dir,
             last_loss=person.last["loss"],
             budget=budget,
             optimizer_continued=person.continued,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from dataclasses import dataclass
 
 import torch
 
@@ -25,6 +26,15 @@ from trainer.batch import Sample
 from trainer.config import UpdateConfig
 from trainer.generation import greedy_batch
 from trainer.policy import adapter_disabled
+
+
+@dataclass(frozen=True)
+class Refinement:
+    """An update's samples after hint refinement, how many of them it refined, in how long."""
+
+    samples: list[Sample]
+    refined: int = 0
+    seconds: float = 0.0
 
 
 def needs_refinement(sample: Sample) -> bool:

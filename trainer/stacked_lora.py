@@ -128,7 +128,7 @@ class RoutedLoraLinear(torch.nn.Module):
         self.scaling: dict[str, float] = {}
 
     def add_person(self, person: int, a: Tensor, b: Tensor, scaling: float) -> None:
-        # copies: people whose new adapters start from one seed start from equal, not shared, weights
+        # copies: new adapters made from one seed start equal, never sharing their storage
         device = self.base_layer.weight.device
         self.lora_A[str(person)] = torch.nn.Parameter(a.to(device, torch.float32, copy=True))
         self.lora_B[str(person)] = torch.nn.Parameter(b.to(device, torch.float32, copy=True))

@@ -61,7 +61,7 @@ from trainer.policy import (
 )
 from trainer.policy_gradient import Chunk, batch_logprobs, prepare_chunk
 from trainer.ranks import World, reduce_across, sum_gradients
-from trainer.refine import refine_with_hints
+from trainer.refine import Refinement, refine_with_hints
 from trainer.update_step import (
     anchor_loss,
     new_totals,
@@ -213,20 +213,35 @@ def update_summary(
     }
 
 
-def plan_update(
+def refine_for_update(
     model: torch.nn.Module, config: UpdateConfig, samples: list[Sample], *, pad_id: int
+) -> Refinement:
+    """The hinted samples refined (OPD only: hints are its signal, so an RL-only update
+    ignores them, refined or not)."""
+    if not algorithm_get(config.algorithm).uses_hint:
+        return Refinement(samples)
+    started = time.perf_counter()
+    refined_samples, refined = refine_with_hints(
+        model, samples, config, eos_ids=eos_token_ids(model), pad_id=pad_id
+    )
+    return Refinement(refined_samples, refined, time.perf_counter() - started)
+
+
+def plan_update(
+    model: torch.nn.Module,
+    config: UpdateConfig,
+    samples: list[Sample],
+    *,
+    pad_id: int,
+    refinement: Refinement | None = None,
 ) -> UpdatePlan:
-    """Refine the hinted samples (OPD only), take the reward advantages, and sort the rows of
-    each loss into micro-batches sized by padded tokens."""
+    """Refine the hinted samples (``refine_for_update``, unless ``refinement`` is its result
+    already), take the reward advantages, and sort the rows of each loss into micro-batches
+    sized by padded tokens."""
     algorithm = algorithm_get(config.algorithm)
     use_rl, use_opd = algorithm.uses_reward, algorithm.uses_hint
-    refine_started = time.perf_counter()
-    refined = 0
-    if use_opd:  # hints are the OPD signal: an RL-only update ignores them, refined or not
-        samples, refined = refine_with_hints(
-            model, samples, config, eos_ids=eos_token_ids(model), pad_id=pad_id
-        )
-    refine_seconds = time.perf_counter() - refine_started
+    refinement = refinement or refine_for_update(model, config, samples, pad_id=pad_id)
+    samples = refinement.samples
     reward_adv, baseline = reward_advantages(config, samples)
 
     def trains_pg(s: Sample) -> bool:
@@ -257,8 +272,8 @@ def plan_update(
                 sft_rows, [sample_length(samples[i], correction=True) for i in sft_rows], **sizes
             )
         ),
-        refined=refined,
-        refine_seconds=refine_seconds,
+        refined=refinement.refined,
+        refine_seconds=refinement.seconds,
     )
 
 

@@ -1,6 +1,7 @@
 """bench/gpu_train_check.py in its --cpu --tiny mode: the whole GPU-box path (random model with
 the base model's tokenizer, the real update, the gate in memory, the micro-batch search, the
-one-process launched update) runs here without Django, so the script cannot rot."""
+one-process launched update, several people in one step) runs here without Django, so the
+script cannot rot."""
 
 from __future__ import annotations
 
@@ -50,7 +51,16 @@ def test_cpu_tiny_run_covers_every_leg_and_writes_its_figures(prepared_model, tm
     assert figures["largest_micro_batch"]["largest_tokens"] >= 96
     assert figures["launched"]["ok"] and figures["launched"]["launcher"] == "torchrun"
     assert figures["estimate"]["need_gib"] > 0
-    for line in ("update:", "gate:", "largest micro-batch", "launched (torchrun): ok"):
+    several = figures["multi_person"]
+    assert several["ok"] and several["people"] == 8 and several["samples"] == 64
+    assert several["speedup"] > 0 and several["max_abs_adapter_difference"] < 1e-2
+    for line in (
+        "update:",
+        "gate:",
+        "largest micro-batch",
+        "launched (torchrun): ok",
+        "several people in one step:",
+    ):
         assert line in result.stdout
 
 

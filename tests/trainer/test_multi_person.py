@@ -106,6 +106,7 @@ def test_stacked_update_equals_each_persons_own_update(
                 assert got[key] == pytest.approx(want[key], abs=ATOL), (k, key)
         assert summary["done"] and summary["optimizer_state"] == alone[k][-1]["optimizer_state"]
         assert summary["optimizer_steps"] == alone[k][-1]["optimizer_steps"]
+        assert summary["refined_samples"] == alone[k][-1]["refined_samples"]
         stacked_w, solo_w = _weights(out), _weights(solo)
         assert stacked_w.keys() == solo_w.keys()
         for name in solo_w:
@@ -120,9 +121,12 @@ def test_stacked_update_equals_each_persons_own_update(
         )
         assert set(config.pop("target_modules")) == set(solo_config.pop("target_modules"))
         assert config == solo_config
+    # hints were refined in one greedy batch for two people (the rl person ignores hints)
+    assert [m["refined_samples"] for i, m in together if m.get("done")] == [2, 2, 0]
     # the continued person's AdamW moments carried over, and clipping held their step
-    assert [m for i, m in together if i == 1][-1]["optimizer_state"] == "continued"
-    assert [m for i, m in together if i == 1][0]["grad_norm"] > 0.05
+    continued = [metrics for index, metrics in together if index == 1]
+    assert continued[-1]["optimizer_state"] == "continued"
+    assert continued[0]["grad_norm"] > 0.05
 
 
 def test_a_persons_adapter_ignores_the_other_peoples_samples(
