@@ -3,10 +3,10 @@
 One forward and backward pass (``trainer.policy.token_logprobs``, the scoring an update step
 runs) over every person's rows at once, K adapters on one base model, three routings:
 
-- runs: ``trainer.stacked_lora`` (what the trainer uses): one matmul pair per run of
-  consecutive rows of one person;
-- gather: each row's A and B gathered out of the stacked weights, two batched matmuls
-  (``torch.bmm``) for the whole batch;
+- gather: ``trainer.stacked_lora`` (what the trainer uses): each row's A and B gathered out
+  of the stacked weights, two batched matmuls (``torch.bmm``) for the whole batch;
+- runs: one matmul pair per run of consecutive rows of one person (the trainer's fallback for
+  people of different ranks);
 - peft: peft's mixed-batch forward (``adapter_names``), which indexes each adapter's rows out of
   the batch and adds its output back; peft refuses it in training mode, so it runs in eval mode
   (the same arithmetic without dropout).
@@ -31,8 +31,8 @@ from transformers import AutoModelForCausalLM
 
 from trainer.batch import Sample, collate
 from trainer.config import UpdateConfig
-from trainer.policy import token_logprobs
-from trainer.stacked_lora import StackedPolicy, lora_config, new_person_lora
+from trainer.policy import lora_config, token_logprobs
+from trainer.stacked_lora import StackedPolicy, new_person_lora
 
 
 def routing_figures(
@@ -45,8 +45,8 @@ def routing_figures(
         [s.prompt_token_ids for s in samples], [s.response_token_ids for s in samples]
     ).to(device)
     passes = {
-        "runs": _runs_pass(model_dir, len(batches), persons, device),
         "gather": _gather_pass(model_dir, len(batches), persons, device),
+        "runs": _runs_pass(model_dir, len(batches), persons, device),
         "peft": _peft_pass(model_dir, len(batches), persons, device),
     }
     seconds: dict[str, list[float]] = {name: [] for name in passes}
@@ -88,7 +88,7 @@ def _backward(model: torch.nn.Module, ids: Tensor, mask: Tensor, target: Tensor)
     model.zero_grad(set_to_none=True)
 
 
-def _runs_pass(model_dir: Path, people: int, persons: list[int], device: torch.device) -> Pass:
+def _gather_pass(model_dir: Path, people: int, persons: list[int], device: torch.device) -> Pass:
     model = _stacked(model_dir, people, device)
 
     def one_pass(ids: Tensor, mask: Tensor, target: Tensor) -> None:
@@ -98,21 +98,18 @@ def _runs_pass(model_dir: Path, people: int, persons: list[int], device: torch.d
     return one_pass
 
 
-def _gather_pass(model_dir: Path, people: int, persons: list[int], device: torch.device) -> Pass:
+def _runs_pass(model_dir: Path, people: int, persons: list[int], device: torch.device) -> Pass:
     model = _stacked(model_dir, people, device)
-    rows_P = torch.tensor(persons, device=device)
 
-    def gathered(layer: Any, x: Tensor) -> Tensor:
-        keys = [str(k) for k in range(people)]
-        a_R_r_i = torch.stack([layer.lora_A[k] for k in keys])[rows_P]
-        b_R_o_r = torch.stack([layer.lora_B[k] for k in keys])[rows_P]
-        scale = layer.scaling[keys[0]]
-        delta = torch.bmm(torch.bmm(x, a_R_r_i.transpose(1, 2)), b_R_o_r.transpose(1, 2))
-        return layer.base_layer(x) + delta * scale
+    def by_runs(layer: Any, x: Tensor) -> Tensor:
+        result = layer.base_layer(x)
+        runs = layer.router.runs()
+        deltas = [layer._delta(person, x[start:stop]) for person, start, stop in runs]
+        return (result + torch.cat(deltas)).to(result.dtype)
 
     for module in model.modules():
         if hasattr(module, "lora_A") and hasattr(module, "router"):
-            module.forward = types.MethodType(gathered, module)
+            module.forward = types.MethodType(by_runs, module)
 
     def one_pass(ids: Tensor, mask: Tensor, target: Tensor) -> None:
         with model.rows(persons):

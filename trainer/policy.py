@@ -131,15 +131,7 @@ def policy_from_base(
     if init_adapter_dir is not None:
         model = PeftModel.from_pretrained(base, str(init_adapter_dir), is_trainable=True)
     else:
-        lora = LoraConfig(
-            r=config.lora_rank,
-            lora_alpha=config.lora_alpha,
-            lora_dropout=config.lora_dropout,
-            target_modules=list(config.target_modules),
-            bias="none",
-            task_type="CAUSAL_LM",
-        )
-        model = get_peft_model(base, lora)
+        model = get_peft_model(base, lora_config(config))
     rank = model.peft_config["default"].r
     if rank > max_serving_lora_rank():
         raise ValueError(
@@ -148,6 +140,18 @@ def policy_from_base(
     for param in trainable_parameters(model):
         param.data = param.data.float()  # the adapter trains in fp32 over a bf16 base
     return model.to(dev)
+
+
+def lora_config(config: UpdateConfig) -> LoraConfig:
+    """peft's config for a new adapter of this update's rank, alpha, dropout and targets."""
+    return LoraConfig(
+        r=config.lora_rank,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.target_modules),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
 
 
 def release_memory(device: torch.device) -> None:

@@ -11,10 +11,13 @@
 - ``disable_adapter()``: the base alone (the teacher, the KL reference, the anchor's base).
 
 A row only meets its own person's weights, so each person's gradient comes from their own rows
-and nothing else. Rows of one person are taken in consecutive runs (one matmul pair per run),
-not gathered per row: on the CPU that measured faster than peft's mixed-batch forward (which
-indexes every adapter's rows out and back) and than a gathered batched matmul (which copies
-each row's A and B); ``bench/multi_person_step.py`` has the figures.
+and nothing else. Several people's rows go through their pairs gathered per row, two batched
+matmuls for the whole batch (``torch.bmm``); where the people's ranks differ, or one has no
+pair on a projection, one matmul pair per run of consecutive rows of one person instead. One
+forward and backward pass over 24 rows of 8 people on SmolLM2-135M (2 CPU cores, median of 5):
+gathered 7.6 s, runs 8.1 s, peft's mixed-batch forward (``adapter_names``, which indexes each
+adapter's rows out of the batch and adds them back) 10.2 s (``python -m
+bench.multi_person_step --routing``).
 
 Adapters are read and written in peft's format (``adapter_config.json`` and
 ``adapter_model.safetensors``, the keys ``PeftModel.save_pretrained`` writes), and a new one is
@@ -40,6 +43,7 @@ from torch import Tensor
 from transformers import PreTrainedModel
 
 from trainer.config import UpdateConfig
+from trainer.policy import lora_config
 
 PEFT_PREFIX = "base_model.model."
 """Where ``PeftModel.save_pretrained`` puts a module's path in an adapter's weight names."""
@@ -64,18 +68,6 @@ class PersonLora:
     @property
     def scaling(self) -> float:
         return float(self.config.lora_alpha) / float(self.config.r)
-
-
-def lora_config(config: UpdateConfig) -> LoraConfig:
-    """The LoRA config of a new adapter, as ``trainer.policy.policy_from_base`` makes it."""
-    return LoraConfig(
-        r=config.lora_rank,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=config.lora_dropout,
-        target_modules=list(config.target_modules),
-        bias="none",
-        task_type="CAUSAL_LM",
-    )
 
 
 def new_person_lora(base: PreTrainedModel, config: UpdateConfig) -> PersonLora:
@@ -141,6 +133,19 @@ class RoutedLoraLinear(torch.nn.Module):
         a, b = self.lora_A[key], self.lora_B[key]
         return F.linear(F.linear(x.to(a.dtype), a), b) * self.scaling[key]
 
+    def _gathered(self, keys: list[str], slot_R: Tensor, x_R_T_I: Tensor) -> Tensor:
+        """Each row through its person's pair: their A and B gathered per row, then bmm."""
+        a_R_r_I = torch.stack([self.lora_A[key] for key in keys])[slot_R]
+        b_R_O_r = torch.stack([self.lora_B[key] for key in keys])[slot_R]
+        x_R_T_I = x_R_T_I.to(a_R_r_I.dtype)
+        h_R_T_r = torch.bmm(x_R_T_I, a_R_r_I.transpose(1, 2))
+        delta_R_T_O = torch.bmm(h_R_T_r, b_R_O_r.transpose(1, 2))
+        scalings = [self.scaling[key] for key in keys]
+        if len(set(scalings)) == 1:
+            return delta_R_T_O * scalings[0]
+        scale_R = torch.tensor(scalings, device=x_R_T_I.device, dtype=delta_R_T_O.dtype)[slot_R]
+        return delta_R_T_O * scale_R[:, None, None]
+
     def forward(self, x: Tensor) -> Tensor:
         result = self.base_layer(x)
         runs = self.router.runs()
@@ -149,6 +154,12 @@ class RoutedLoraLinear(torch.nn.Module):
         if len(runs) == 1:  # one person's rows: peft's own arithmetic, no slicing
             delta = self._delta(runs[0][0], x)
             return result if delta is None else (result + delta).to(result.dtype)
+        persons, slot_R = self.router.slots(x.device)
+        keys = [str(person) for person in persons]
+        if x.dim() == 3 and all(key in self.lora_A for key in keys):
+            shapes = {self.lora_A[key].shape for key in keys}
+            if len(shapes) == 1:  # one rank: every row's pair gathered, two batched matmuls
+                return (result + self._gathered(keys, slot_R, x)).to(result.dtype)
         deltas = []
         for person, start, stop in runs:
             delta = self._delta(person, x[start:stop])
@@ -163,6 +174,19 @@ class _Router:
 
     def __init__(self) -> None:
         self.state: str | int | Runs = _UNSET
+        self._slots: dict[torch.device, tuple[list[int], Tensor]] = {}
+
+    def slots(self, device: torch.device) -> tuple[list[int], Tensor]:
+        """The people of the current runs, in order, and each row's index among them (R,),
+        on ``device``: made once per routing, not once per layer."""
+        if device not in self._slots:
+            runs = self.runs() or []
+            persons = list(dict.fromkeys(person for person, _, _ in runs))
+            slot_R = torch.tensor(
+                [persons.index(person) for person, start, stop in runs for _ in range(start, stop)]
+            )
+            self._slots[device] = (persons, slot_R.to(device))
+        return self._slots[device]
 
     def runs(self) -> Runs | None:
         """None for the base alone; a single run (stop -1) covers every row."""
@@ -178,10 +202,11 @@ class _Router:
     @contextlib.contextmanager
     def routed(self, state: str | int | Runs) -> Iterator[None]:
         previous, self.state = self.state, state
+        saved, self._slots = self._slots, {}
         try:
             yield
         finally:
-            self.state = previous
+            self.state, self._slots = previous, saved
 
 
 def person_runs(persons: Sequence[int]) -> Runs:

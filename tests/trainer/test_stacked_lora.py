@@ -57,10 +57,28 @@ def test_each_row_goes_through_its_own_persons_adapter(tiny_model_dir: Path) -> 
 
 def test_a_persons_gradient_comes_from_their_rows_only(tiny_model_dir: Path) -> None:
     model, ids = _two_people(tiny_model_dir), _ids()
-    with model.rows([0, 0, 0, 0]):
-        model(input_ids=ids).logits.sum().backward()
-    assert all(p.grad is not None for p in model.person_parameters(0))
-    assert all(p.grad is None for p in model.person_parameters(1))
+    with model.rows([0, 1, 0, 1]):
+        logits = model(input_ids=ids).logits
+        logits[[0, 2]].sum().backward()  # the loss of person 0's rows only
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in model.person_parameters(0))
+    assert all(p.grad is None or not p.grad.any() for p in model.person_parameters(1))
+
+
+def test_people_of_different_ranks_share_a_pass(tiny_model_dir: Path) -> None:
+    base = _base(tiny_model_dir)
+    people = [new_person_lora(base, UpdateConfig(lora_rank=r, seed=r)) for r in (4, 8)]
+    model = StackedPolicy(base, people).eval()
+    with torch.no_grad():
+        for k in (0, 1):
+            for param in model.person_parameters(k):
+                param.add_(0.1)
+    ids = _ids()
+    with torch.no_grad(), model.rows([0, 1, 1, 0]):
+        mixed = model(input_ids=ids).logits
+    for row, person in enumerate([0, 1, 1, 0]):
+        with torch.no_grad(), model.person(person):
+            alone = model(input_ids=ids[row : row + 1]).logits
+        torch.testing.assert_close(mixed[row : row + 1], alone, atol=1e-5, rtol=0)
 
 
 def test_disabled_is_the_base_and_unrouted_is_an_error(tiny_model_dir: Path) -> None:
