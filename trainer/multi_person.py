@@ -199,7 +199,8 @@ def _refine_together(
         if algorithm_get(config.algorithm).uses_hint and config.refine_max_tokens > 0:
             key = (config.teacher, config.refine_max_tokens)
             hinted = [(k, i) for i, s in enumerate(job.samples) if needs_refinement(s)]
-            batches.setdefault(key, []).extend(hinted)
+            if hinted:  # a person with nothing to refine opens no batch
+                batches.setdefault(key, []).extend(hinted)
     samples = [list(job.samples) for job in jobs]
     refined, seconds = [0] * len(jobs), [0.0] * len(jobs)
     for members in batches.values():
