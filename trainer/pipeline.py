@@ -73,10 +73,9 @@ def train_and_probe(
             else:
                 yield metrics
         gpu_budget(base_model_dir, config, dev)
-        model = load_policy(base_model_dir, config, init_adapter_dir=init_adapter_dir, device=dev)
-        live_weights = lora_snapshot(model)
-        candidate_state = load_file(str(Path(out_adapter_dir) / "adapter_model.safetensors"))
-        set_peft_model_state_dict(model, candidate_state)
+        model, live_weights = _candidate_model(
+            base_model_dir, config, init_adapter_dir, out_adapter_dir, dev
+        )
     else:
         longest = max(
             (len(s.prompt_token_ids) + len(s.response_token_ids) for s in samples), default=0
@@ -104,6 +103,51 @@ def train_and_probe(
         summary["memory_budget"] = budget.as_dict() if budget is not None else None
     started = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(str(base_model_dir))
+    probed = _probed(
+        model,
+        live_weights,
+        tokenizer,
+        started=started,
+        probe_prompts=probe_prompts,
+        probe_text=probe_text,
+        max_new_tokens=max_new_tokens,
+        holdout=holdout,
+        fresh=fresh,
+    )
+    del model, live_weights
+    release_memory(dev)
+    yield {**summary, **probed}
+
+
+def _candidate_model(
+    base_model_dir: str | Path,
+    config: UpdateConfig,
+    init_adapter_dir: str | Path | None,
+    out_adapter_dir: str | Path,
+    dev: torch.device,
+) -> tuple[Any, dict[str, Any]]:
+    """The policy loaded with the live adapter, its weights kept, then the candidate's put in."""
+    model = load_policy(base_model_dir, config, init_adapter_dir=init_adapter_dir, device=dev)
+    live_weights = lora_snapshot(model)
+    candidate_state = load_file(str(Path(out_adapter_dir) / "adapter_model.safetensors"))
+    set_peft_model_state_dict(model, candidate_state)
+    return model, live_weights
+
+
+def _probed(
+    model: Any,
+    live_weights: dict[str, Any],
+    tokenizer: Any,
+    *,
+    started: float,
+    probe_prompts: Sequence[str],
+    probe_text: str,
+    max_new_tokens: int,
+    holdout: Sequence[Sample],
+    fresh: Sequence[Sample],
+) -> dict[str, Any]:
+    """The probe figures of the candidate in ``model`` and of the base, and the gate's seconds
+    since ``started``."""
     candidate, base = probe_model(
         model,
         tokenizer,
@@ -114,14 +158,7 @@ def train_and_probe(
         holdout=holdout,
         fresh=fresh,
     )
-    del model, live_weights
-    release_memory(dev)
-    yield {
-        **summary,
-        "probe": candidate,
-        "base_probe": base,
-        "gate_seconds": time.perf_counter() - started,
-    }
+    return {"probe": candidate, "base_probe": base, "gate_seconds": time.perf_counter() - started}
 
 
 def train_and_probe_together(
@@ -149,30 +186,20 @@ def train_and_probe_together(
     tokenizer = AutoTokenizer.from_pretrained(str(base_model_dir))
     for index, job in enumerate(jobs):
         started = time.perf_counter()
-        model = load_policy(
-            base_model_dir, job.config, init_adapter_dir=job.init_adapter_dir, device=dev
+        model, live_weights = _candidate_model(
+            base_model_dir, job.config, job.init_adapter_dir, job.out_adapter_dir, dev
         )
-        live_weights = lora_snapshot(model)
-        candidate_state = load_file(str(Path(job.out_adapter_dir) / "adapter_model.safetensors"))
-        set_peft_model_state_dict(model, candidate_state)
-        candidate, base = probe_model(
+        probed = _probed(
             model,
+            live_weights,
             tokenizer,
-            probe_prompts,
-            probe_text,
+            started=started,
+            probe_prompts=probe_prompts,
+            probe_text=probe_text,
             max_new_tokens=max_new_tokens,
-            live_weights=live_weights,
             holdout=holdouts[index] if holdouts else (),
             fresh=freshes[index] if freshes else (),
         )
         del model, live_weights
         release_memory(dev)
-        yield (
-            index,
-            {
-                **summaries[index],
-                "probe": candidate,
-                "base_probe": base,
-                "gate_seconds": time.perf_counter() - started,
-            },
-        )
+        yield index, {**summaries[index], **probed}
