@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -50,3 +51,13 @@ def send_json(handler: Any, payload: object, status: int = 200) -> None:
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
     handler.wfile.write(data)
+
+
+def database_url() -> str:
+    """The URL of the test database this process uses, for worker processes to reach it."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    auth = quote(db["USER"]) + (":" + quote(db["PASSWORD"]) if db["PASSWORD"] else "")
+    host = quote(db["HOST"], safe="") + (f":{db['PORT']}" if db["PORT"] else "")
+    return f"postgres://{auth}@{host}/{db['NAME']}"

@@ -15,13 +15,12 @@ import threading
 import time
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import quote
 
 import pytest
 from django.contrib.auth import get_user_model
 
 from tests.factories import AnswerFactory
-from tests.helpers import send_json, start_worker
+from tests.helpers import database_url, send_json, start_worker
 from webapp.celery import app
 from webapp.learning.models import Judgement, Sample, TrainingUpdate
 from webapp.learning.selectors import policy_version_live
@@ -51,15 +50,10 @@ def serving():
 
 
 def _env(serving_url: str, adapters_dir) -> dict[str, str]:
-    from django.db import connection
-
-    db = connection.settings_dict
-    auth = quote(db["USER"]) + (":" + quote(db["PASSWORD"]) if db["PASSWORD"] else "")
-    host = quote(db["HOST"], safe="") + (f":{db['PORT']}" if db["PORT"] else "")
     return dict(
         os.environ,
         PYTHONUNBUFFERED="1",
-        DATABASE_URL=f"postgres://{auth}@{host}/{db['NAME']}",
+        DATABASE_URL=database_url(),
         VLLM_BASE_URLS=serving_url,
         PARLEY_LEARNING_SCOPE="user",
         PARLEY_TRAIN_BATCH_SIZE="3",

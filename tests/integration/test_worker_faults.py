@@ -14,13 +14,12 @@ import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import quote
 
 import pytest
 from django.contrib.auth import get_user_model
 
 from tests.factories import AnswerFactory
-from tests.helpers import ROOT, send_json, start_worker
+from tests.helpers import ROOT, database_url, send_json, start_worker
 from webapp.celery import app
 from webapp.chat import services
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
@@ -65,15 +64,10 @@ def fake_serving():
 
 
 def _worker_env(serving_url: str, var_dir, models_dir=ROOT / "var" / "models") -> dict[str, str]:
-    from django.db import connection
-
-    db = connection.settings_dict
-    auth = quote(db["USER"]) + (":" + quote(db["PASSWORD"]) if db["PASSWORD"] else "")
-    host = quote(db["HOST"], safe="") + (f":{db['PORT']}" if db["PORT"] else "")
     return dict(
         os.environ,
         PYTHONUNBUFFERED="1",
-        DATABASE_URL=f"postgres://{auth}@{host}/{db['NAME']}",
+        DATABASE_URL=database_url(),
         PARLEY_BROKER_VISIBILITY_TIMEOUT="5",
         VLLM_BASE_URLS=serving_url,
         JUDGE_BASE_URL=serving_url,
