@@ -36,6 +36,33 @@ def clean_env(**overrides: str) -> dict[str, str]:
     return env
 
 
+def start_worker(
+    queue: str, name: str, env: dict[str, str], *, app: str = "webapp", quiet: bool = False
+) -> subprocess.Popen[bytes]:
+    """A real Celery worker on one queue, in its own process group (``stop_worker`` kills it
+    whole). ``app``: the module of its Celery app (``bench.modelled_training``: updates take a
+    set time instead of training); ``quiet``: its output goes nowhere."""
+    out = subprocess.DEVNULL if quiet else None
+    return subprocess.Popen(
+        [
+            *(PYTHON, "-m", "celery", "-A", app, "worker", "-Q", queue, "-n", f"{name}@%h"),
+            *("--concurrency", "1", "--loglevel", "WARNING"),
+        ],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=out,
+        stderr=out,
+    )
+
+
+def stop_worker(worker: subprocess.Popen[bytes]) -> None:
+    """Kill a worker from ``start_worker`` and its children at once (SIGKILL, as a crash)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait(timeout=30)
+
+
 class Launcher:
     """``python -m webapp.infra.launcher run`` in the background, with its output captured."""
 

@@ -10,16 +10,15 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from bench.common import ROOT, percentile
+from bench.common import percentile
+from bench.launching import start_worker, stop_worker
 from bench.many_users_figures import (
     due_times,
     most_at_once,
@@ -32,7 +31,6 @@ COMPRESSION = 50.0
 """Simulated seconds per benchmark second: an update of 25 s (a 4B model's update and gate on
 an H200, docs/production.md) takes 0.5 s here, the 600 s batch wait 12 s, and a person's
 feedback every 5.5 hours (four or five a day) comes every 400 s."""
-PYTHON = sys.executable
 
 
 class Replicas:
@@ -182,29 +180,7 @@ def _start_workers(count: int, env: dict[str, str]) -> list[subprocess.Popen[byt
 
     app.control.purge()
     workers = [
-        subprocess.Popen(
-            [
-                PYTHON,
-                "-m",
-                "celery",
-                "-A",
-                "bench.modelled_training",
-                "worker",
-                "-Q",
-                "train",
-                "-n",
-                f"many-{i}@%h",
-                "--concurrency",
-                "1",
-                "--loglevel",
-                "WARNING",
-            ],
-            cwd=ROOT,
-            env=env,
-            start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        start_worker("train", f"many-{i}", env, app="bench.modelled_training", quiet=True)
         for i in range(count)
     ]
     deadline = time.monotonic() + 120
@@ -217,11 +193,7 @@ def _start_workers(count: int, env: dict[str, str]) -> list[subprocess.Popen[byt
 
 def _stop(workers: list[subprocess.Popen[bytes]]) -> None:
     for worker in workers:
-        try:
-            os.killpg(worker.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        worker.wait(timeout=30)
+        stop_worker(worker)
 
 
 def simulate(

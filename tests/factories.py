@@ -149,3 +149,28 @@ class SampleFactory(factory.django.DjangoModelFactory):
     status = "ready"
     update = None
     consumed_at = factory.LazyAttribute(lambda o: timezone.now() if o.update else None)
+
+
+def feedback_samples(owner: Any, count: int) -> list[Sample]:
+    """``count`` ready RL samples of ``owner``'s answers, liked and disliked in turn, with token
+    ids the real model reads (for workers that train the real model)."""
+    samples = []
+    for i in range(count):
+        answer = AnswerFactory(parent__conversation__owner=owner, parent__content=f"Question {i}?")
+        judgement = Judgement.objects.create(
+            message=answer, fingerprint="f", source="feedback", score=1
+        )
+        samples.append(
+            Sample.objects.create(
+                message=answer,
+                judgement=judgement,
+                kind="rl",
+                reward=1.0 if i % 2 else -1.0,
+                prompt_token_ids=[1, 9690, 198, 504, 30],
+                response_token_ids=[20, 21, 22],
+                response_logprobs=[-1.0, -1.5, -0.5],
+                prompt_messages=[{"role": "user", "content": "q"}],
+                policy_version=policy_version_live(),
+            )
+        )
+    return samples

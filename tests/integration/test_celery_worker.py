@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.helpers import start_worker
+from bench.launching import start_worker
 from webapp.core.tasks import ping
 
 pytestmark = [pytest.mark.services, pytest.mark.redis]

@@ -9,8 +9,6 @@ killed worker: tests/integration/test_worker_faults.py)."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import threading
 import time
 from datetime import timedelta
@@ -19,10 +17,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.contrib.auth import get_user_model
 
-from tests.factories import AnswerFactory
-from tests.helpers import database_url, send_json, start_worker
+from bench.launching import start_worker, stop_worker
+from tests.factories import feedback_samples
+from tests.helpers import database_url, send_json
 from webapp.celery import app
-from webapp.learning.models import Judgement, Sample, TrainingUpdate
+from webapp.learning.models import TrainingUpdate
 from webapp.learning.selectors import policy_version_live
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
@@ -64,41 +63,14 @@ def _env(serving_url: str, adapters_dir) -> dict[str, str]:
     )
 
 
-def _samples(user, n: int) -> None:
-    for i in range(n):
-        answer = AnswerFactory(parent__conversation__owner=user, parent__content=f"Question {i}?")
-        judgement = Judgement.objects.create(
-            message=answer, fingerprint="f", source="feedback", score=1
-        )
-        Sample.objects.create(
-            message=answer,
-            judgement=judgement,
-            kind="rl",
-            reward=1.0 if i % 2 else -1.0,
-            prompt_token_ids=[1, 9690, 198, 504, 30],
-            response_token_ids=[20, 21, 22],
-            response_logprobs=[-1.0, -1.5, -0.5],
-            prompt_messages=[{"role": "user", "content": "q"}],
-            policy_version=policy_version_live(),
-        )
-
-
-def _kill(worker: subprocess.Popen) -> None:
-    try:
-        os.killpg(worker.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    worker.wait(timeout=30)
-
-
 def test_two_workers_train_two_lineages_at_once_and_one_lineage_in_turn(
     serving, tmp_path, monkeypatch
 ) -> None:
     monkeypatch.setattr("webapp.core.outbox.send", lambda *a, **k: None)
     users = get_user_model()
     alice, bob = users.objects.create_user("alice"), users.objects.create_user("bob")
-    _samples(alice, 6)
-    _samples(bob, 3)
+    feedback_samples(alice, 6)
+    feedback_samples(bob, 3)
 
     def update(owner) -> TrainingUpdate:
         return TrainingUpdate.objects.create(
@@ -127,7 +99,7 @@ def test_two_workers_train_two_lineages_at_once_and_one_lineage_in_turn(
             time.sleep(1)
     finally:
         for worker in workers:
-            _kill(worker)
+            stop_worker(worker)
     first, other, second = (TrainingUpdate.objects.get(pk=u.pk) for u in updates)
     for one in (first, other, second):
         assert one.status == "done", (one.pk, one.status, one.error)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import threading
 import time
@@ -18,8 +17,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.contrib.auth import get_user_model
 
-from tests.factories import AnswerFactory
-from tests.helpers import ROOT, database_url, send_json, start_worker
+from bench.launching import start_worker, stop_worker
+from tests.factories import AnswerFactory, feedback_samples
+from tests.helpers import ROOT, database_url, send_json
 from webapp.celery import app
 from webapp.chat import services
 from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
@@ -83,14 +83,6 @@ def _start_worker(queue: str, env: dict[str, str]) -> subprocess.Popen:
     return start_worker(queue, f"fault-{queue}-{time.time()}", env)
 
 
-def _kill(worker: subprocess.Popen) -> None:
-    try:
-        os.killpg(worker.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    worker.wait(timeout=30)
-
-
 def _wait(check, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -137,16 +129,16 @@ def test_a_judge_worker_killed_mid_task_leaves_exactly_one_judgement(
     try:
         app.send_task("webapp.learning.tasks.judge_message", args=[answer.pk], queue="judge")
         _wait(lambda: FakeServing.calls, timeout=60)  # the worker is inside the task, at the judge
-        _kill(first)
+        stop_worker(first)
         assert not Judgement.objects.filter(message=answer).exists()
         second = _start_worker("judge", env)
         try:
             _wait(lambda: Judgement.objects.filter(message=answer).exists(), timeout=120)
             time.sleep(2)
         finally:
-            _kill(second)
+            stop_worker(second)
     finally:
-        _kill(first)
+        stop_worker(first)
     assert Judgement.objects.filter(message=answer).count() == 1
     assert Sample.objects.filter(message=answer).count() == 1
 
@@ -156,25 +148,7 @@ def test_a_train_worker_killed_mid_update_trains_every_sample_exactly_once(
 ) -> None:
     monkeypatch.setattr("webapp.core.outbox.send", lambda *a, **k: None)
     user = get_user_model().objects.create_user("alice")
-    samples = []
-    for i in range(3):
-        answer = _answer(user, question=f"Question {i}?")
-        judgement = Judgement.objects.create(
-            message=answer, fingerprint="f", source="feedback", score=1
-        )
-        samples.append(
-            Sample.objects.create(
-                message=answer,
-                judgement=judgement,
-                kind="rl",
-                reward=1.0 if i % 2 else -1.0,
-                prompt_token_ids=[1, 9690, 198, 504, 30],
-                response_token_ids=[20, 21, 22],
-                response_logprobs=[-1.0, -1.5, -0.5],
-                prompt_messages=[{"role": "user", "content": "q"}],
-                policy_version=policy_version_live(),
-            )
-        )
+    samples = feedback_samples(user, 3)
     update = TrainingUpdate.objects.create(
         algorithm="rl", config={"algorithm": "rl"}, base_version=policy_version_live()
     )
@@ -184,7 +158,7 @@ def test_a_train_worker_killed_mid_update_trains_every_sample_exactly_once(
         app.send_task("webapp.learning.tasks.train_update", args=[update.pk], queue="train")
         _wait(lambda: TrainingUpdate.objects.get(pk=update.pk).status == "running", timeout=120)
         time.sleep(3)  # inside the update: loading the model or training
-        _kill(first)
+        stop_worker(first)
         assert all(
             s.status == "ready" for s in Sample.objects.filter(pk__in=[s.pk for s in samples])
         )
@@ -192,9 +166,9 @@ def test_a_train_worker_killed_mid_update_trains_every_sample_exactly_once(
         try:
             _wait(lambda: _settled(update.pk), timeout=600)
         finally:
-            _kill(second)
+            stop_worker(second)
     finally:
-        _kill(first)
+        stop_worker(first)
     update.refresh_from_db()
     assert update.status in ("done", "rejected"), update.error
     version = PolicyVersion.objects.get(produced_by=update)

@@ -77,9 +77,8 @@ class FakeVllm:
         return response
 
 
-@pytest.fixture
-async def fake_vllm():
-    fake = FakeVllm()
+async def serve_fake(fake: FakeVllm) -> tuple[web.AppRunner, str]:
+    """``fake`` behind a real HTTP server: its runner (to clean up) and its ``/v1`` URL."""
     app = web.Application()
     app.router.add_post("/v1/chat/completions", fake.chat)
     app.router.add_post("/v1/load_lora_adapter", fake.load_lora_adapter)
@@ -87,7 +86,14 @@ async def fake_vllm():
     await runner.setup()
     port = free_port()
     await web.TCPSite(runner, "127.0.0.1", port).start()
-    yield fake, f"http://127.0.0.1:{port}/v1"
+    return runner, f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.fixture
+async def fake_vllm():
+    fake = FakeVllm()
+    runner, url = await serve_fake(fake)
+    yield fake, url
     await runner.cleanup()
 
 

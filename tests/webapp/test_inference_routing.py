@@ -9,7 +9,7 @@ import pytest
 from aiohttp import web
 
 from bench.launching import free_port
-from tests.webapp.test_inference import CHUNKS, FakeVllm
+from tests.webapp.test_inference import CHUNKS, FakeVllm, serve_fake
 from webapp import replicas
 from webapp.inference import ServingError, stream_chat
 from webapp.replicas import DownReplicas, rendezvous_order
@@ -23,17 +23,6 @@ class FailingVllm(FakeVllm):
         return web.json_response({"error": {"message": "starting"}}, status=503)
 
 
-async def _serve(fake: FakeVllm) -> tuple[web.AppRunner, str]:
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", fake.chat)
-    app.router.add_post("/v1/load_lora_adapter", fake.load_lora_adapter)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    return runner, f"http://127.0.0.1:{port}/v1"
-
-
 @pytest.fixture(autouse=True)
 def nothing_down(monkeypatch) -> DownReplicas:
     fresh = DownReplicas(for_s=replicas.DOWN_FOR_S)
@@ -44,7 +33,7 @@ def nothing_down(monkeypatch) -> DownReplicas:
 @pytest.fixture
 async def two_replicas() -> AsyncIterator[dict[str, FakeVllm]]:
     fakes = [FakeVllm(), FakeVllm()]
-    served = [await _serve(fake) for fake in fakes]
+    served = [await serve_fake(fake) for fake in fakes]
     yield {url: fake for fake, (_, url) in zip(fakes, served, strict=True)}
     for runner, _ in served:
         await runner.cleanup()
@@ -102,8 +91,8 @@ async def test_when_the_home_refuses_connections_the_next_replica_loads_the_adap
 async def test_a_replica_failing_before_the_first_byte_passes_the_request_on(settings) -> None:
     failing, fine = FailingVllm(), FakeVllm()
     (failing_runner, failing_url), (fine_runner, fine_url) = [
-        await _serve(failing),
-        await _serve(fine),
+        await serve_fake(failing),
+        await serve_fake(fine),
     ]
     try:
         settings.VLLM_BASE_URLS = [failing_url, fine_url]
