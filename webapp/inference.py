@@ -173,6 +173,53 @@ async def stream_chat(
             response.close()  # closing the connection makes vLLM abort the request
 
 
+TEMPLATE_ROOM_BYTES = 1024
+"""Room for what the chat template adds around the messages (a default system prompt, each
+message's role markers): more bytes than it ever adds tokens."""
+
+
+def fits_for_certain(messages: list[dict[str, Any]], params: dict[str, Any], window: int) -> bool:
+    """Whether the prompt and the answer asked for surely fit the context window, uncounted.
+
+    A token of a byte-level tokenizer stands for at least one byte of the rendered prompt, so
+    the messages and tools as JSON (no shorter than their text), plus the template's room, bound
+    the prompt's tokens from above. Only a prompt near the window needs counting.
+
+    >>> fits_for_certain([{"role": "user", "content": "Hi"}], {"max_tokens": 600}, 8192)
+    True
+    >>> fits_for_certain([{"role": "user", "content": "word " * 1600}], {"max_tokens": 600}, 8192)
+    False
+    """
+    size = len(json.dumps([messages, params.get("tools")]).encode()) + TEMPLATE_ROOM_BYTES
+    return size + int(params.get("max_tokens") or 0) <= window
+
+
+async def prompt_tokens(
+    messages: list[dict[str, Any]],
+    *,
+    params: dict[str, Any] | None = None,
+    lineage: str | None = None,
+) -> int | None:
+    """The prompt's length in tokens as the model server renders it (vLLM's ``/tokenize``: the
+    chat template and the tools included), with no prefill; None when no replica counts it.
+    Every adapter shares the base model's tokenizer, so the base model counts."""
+    params = params or {}
+    body: dict[str, Any] = {"messages": messages, "add_generation_prompt": True}
+    for name in ("tools", "chat_template_kwargs"):
+        if params.get(name):
+            body[name] = params[name]
+    timeout = aiohttp.ClientTimeout(total=CONNECT_TIMEOUT_S * 3)
+    for replica in replicas.replica_order(lineage):
+        url = replica.rstrip("/").removesuffix("/v1") + "/tokenize"
+        try:
+            async with await _post(url, body, timeout=timeout) as response:
+                if response.status == 200:
+                    return int((await response.json())["count"])
+        except (TimeoutError, aiohttp.ClientError, ValueError, KeyError) as exc:
+            log.info("counting the prompt's tokens at %s failed: %s", url, exc)
+    return None
+
+
 async def _open(
     order: Sequence[str], body: dict[str, Any], *, adapter_path: str
 ) -> tuple[aiohttp.ClientResponse, str]:

@@ -9,7 +9,15 @@ import pytest
 from aiohttp import web
 
 from bench.launching import free_port
-from webapp.inference import ServingError, ServingUnavailable, adapter_load, stream_chat
+from webapp import replicas
+from webapp.inference import (
+    ServingError,
+    ServingUnavailable,
+    adapter_load,
+    fits_for_certain,
+    prompt_tokens,
+    stream_chat,
+)
 
 CHUNKS = [
     {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
@@ -47,6 +55,13 @@ class FakeVllm:
         self.adapters[body["lora_name"]] = body["lora_path"]
         return web.Response(text=f"Success: LoRA adapter '{body['lora_name']}' added successfully.")
 
+    async def tokenize(self, request: web.Request) -> web.Response:
+        """vLLM's /tokenize of chat messages: a count (here: words plus the template's 5)."""
+        body = await request.json()
+        self.bodies.append(body)
+        words = sum(len(str(m["content"]).split()) for m in body["messages"])
+        return web.json_response({"count": words + 5, "max_model_len": 8192, "tokens": []})
+
     async def chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.bodies.append(body)
@@ -82,6 +97,7 @@ async def serve_fake(fake: FakeVllm) -> tuple[web.AppRunner, str]:
     app = web.Application()
     app.router.add_post("/v1/chat/completions", fake.chat)
     app.router.add_post("/v1/load_lora_adapter", fake.load_lora_adapter)
+    app.router.add_post("/tokenize", fake.tokenize)
     runner = web.AppRunner(app)
     await runner.setup()
     port = free_port()
@@ -201,3 +217,56 @@ async def test_without_its_folder_an_unknown_adapter_is_a_serving_error(fake_vll
     with pytest.raises(ServingError) as refused:
         await anext(stream_chat([], model="parley-v9", base_url=url))
     assert refused.value.status == 404 and fake.loads == []
+
+
+@pytest.mark.parametrize(
+    "messages,tools",
+    [
+        ([{"role": "user", "content": "Hi"}], None),
+        ([{"role": "user", "content": "word " * 1500}], None),
+        ([{"role": "user", "content": "你好，世界。" * 300}], None),
+        ([{"role": "user", "content": "Grüße 🎉 " * 400}], None),
+        ([{"role": "user", "content": "\n\n\t" * 700}], None),
+        (
+            [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": [{"type": "text", "text": "Wetter?"}]},
+                {"role": "assistant", "content": "Sonnig."},
+                {"role": "user", "content": "und morgen?"},
+            ],
+            [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}],
+        ),
+    ],
+)
+def test_the_uncounted_bound_is_never_below_the_real_token_count(
+    prepared_model, messages, tools
+) -> None:
+    """``fits_for_certain`` lets a prompt through uncounted only when it surely fits: its bound
+    is at least the real model's token count of the rendered prompt, whatever the script."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(prepared_model)
+    flat = [
+        {**m, "content": " ".join(p["text"] for p in m["content"])}
+        if isinstance(m["content"], list)
+        else m
+        for m in messages
+    ]
+    counted = len(tokenizer.apply_chat_template(flat, tools=tools, add_generation_prompt=True))
+    params = {"tools": tools} if tools else {}
+    # The window at which the bound says "fits" with nothing asked: it must not undercount.
+    assert not fits_for_certain(messages, {**params, "max_tokens": 1}, counted)
+
+
+async def test_a_prompt_is_counted_by_the_first_replica_that_answers(
+    fake_vllm, monkeypatch
+) -> None:
+    fake, url = fake_vllm
+    down = f"http://127.0.0.1:{free_port()}/v1"
+    monkeypatch.setattr(replicas, "replica_order", lambda lineage: [down, url])
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    messages = [{"role": "user", "content": "one two three"}]
+    assert await prompt_tokens(messages, params={"tools": tools, "max_tokens": 9}) == 8
+    assert fake.bodies[-1] == {"messages": messages, "add_generation_prompt": True, "tools": tools}
+    monkeypatch.setattr(replicas, "replica_order", lambda lineage: [down])
+    assert await prompt_tokens(messages) is None

@@ -42,7 +42,14 @@ from webapp.api.sessions import (
 )
 from webapp.chat.models import Message
 from webapp.core.limits import StreamSlot
-from webapp.inference import CompletionAccumulator, ServingError, ServingUnavailable, stream_chat
+from webapp.inference import (
+    CompletionAccumulator,
+    ServingError,
+    ServingUnavailable,
+    fits_for_certain,
+    prompt_tokens,
+    stream_chat,
+)
 from webapp.learning.selectors import lineage_key_for
 
 log = logging.getLogger(__name__)
@@ -143,6 +150,7 @@ class Completion:
                 await self._abandon()
                 self.version = checked
                 self._start()
+        await self._refuse_before_prefill_unless_it_fits()
         try:
             self._first = await self._first_chunk
         except StopAsyncIteration:
@@ -151,6 +159,28 @@ class Completion:
             await self._settle(CompletionAccumulator(), "failed", str(exc))
             raise _refusal(exc) from exc
         await self._refuse_unless_it_fits()
+
+    async def _refuse_before_prefill_unless_it_fits(self) -> None:
+        """Refuse a prompt near the window before the model has read it all.
+
+        Counting costs a tokenization (milliseconds) where waiting for the first chunk costs the
+        whole prefill: on a CPU, half a minute for 8,000 tokens. A short prompt is not counted.
+        """
+        asked = self.chat.params.get("max_tokens")
+        window = settings.VLLM_MAX_MODEL_LEN
+        if not asked or fits_for_certain(self.chat.messages, self.chat.params, window):
+            return
+        counted = await prompt_tokens(
+            self.chat.messages,
+            params=self.chat.params,
+            lineage=lineage_key_for(user=self.key.owner_id),
+        )
+        if counted is None or counted + asked <= window:
+            return
+        await self._abandon()
+        refusal = context_overflow(window=window, prompt_tokens=counted, asked=asked)
+        await self._settle(CompletionAccumulator(), "failed", refusal.message)
+        raise refusal
 
     async def _refuse_unless_it_fits(self) -> None:
         """Refuse an answer that would be cut short by the context window.
