@@ -175,12 +175,8 @@ class Completion:
             params=self.chat.params,
             lineage=lineage_key_for(user=self.key.owner_id),
         )
-        if counted is None or counted + asked <= window:
-            return
-        await self._abandon()
-        refusal = context_overflow(window=window, prompt_tokens=counted, asked=asked)
-        await self._settle(CompletionAccumulator(), "failed", refusal.message)
-        raise refusal
+        if counted is not None and counted + asked > window:
+            await self._refuse_overflow(prompt_tokens=counted, asked=asked)
 
     async def _refuse_unless_it_fits(self) -> None:
         """Refuse an answer that would be cut short by the context window.
@@ -193,10 +189,16 @@ class Completion:
         asked = self.chat.params.get("max_tokens")
         prompt_ids = (self._first or {}).get("prompt_token_ids")
         window = settings.VLLM_MAX_MODEL_LEN
-        if not asked or not prompt_ids or len(prompt_ids) + asked <= window:
-            return
-        await self._stream.aclose()  # closing the stream makes vLLM abort the answer
-        refusal = context_overflow(window=window, prompt_tokens=len(prompt_ids), asked=asked)
+        if asked and prompt_ids and len(prompt_ids) + asked > window:
+            await self._refuse_overflow(prompt_tokens=len(prompt_ids), asked=asked)
+
+    async def _refuse_overflow(self, *, prompt_tokens: int, asked: int) -> None:
+        """Abort the answer (closing the stream makes vLLM abort it), record the turn as failed
+        and raise OpenAI's ``context_length_exceeded``."""
+        await self._abandon()
+        refusal = context_overflow(
+            window=settings.VLLM_MAX_MODEL_LEN, prompt_tokens=prompt_tokens, asked=asked
+        )
         await self._settle(CompletionAccumulator(), "failed", refusal.message)
         raise refusal
 
