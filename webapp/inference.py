@@ -78,6 +78,15 @@ def auth_headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
+def server_url(base_url: str, path: str) -> str:
+    """``path`` on the server of a replica's ``/v1`` base URL (its admin routes sit at the root).
+
+    >>> server_url("http://127.0.0.1:8001/v1/", "/tokenize")
+    'http://127.0.0.1:8001/tokenize'
+    """
+    return base_url.rstrip("/").removesuffix("/v1") + path
+
+
 _loads: dict[tuple[str, str], asyncio.Future[float]] = {}
 
 
@@ -99,7 +108,7 @@ async def adapter_load(*, base_url: str, name: str, path: str) -> float:
 
 
 async def _load(base_url: str, name: str, path: str) -> float:
-    url = base_url.rstrip("/").removesuffix("/v1") + "/v1/load_lora_adapter"
+    url = server_url(base_url, "/v1/load_lora_adapter")
     started = time.perf_counter()
     body = {"lora_name": name, "lora_path": path}
     timeout = aiohttp.ClientTimeout(total=ADAPTER_LOAD_TIMEOUT_S)
@@ -210,7 +219,7 @@ async def prompt_tokens(
             body[name] = params[name]
     timeout = aiohttp.ClientTimeout(total=CONNECT_TIMEOUT_S * 3)
     for replica in replicas.replica_order(lineage):
-        url = replica.rstrip("/").removesuffix("/v1") + "/tokenize"
+        url = server_url(replica, "/tokenize")
         try:
             async with await _post(url, body, timeout=timeout) as response:
                 if response.status == 200:

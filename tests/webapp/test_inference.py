@@ -270,3 +270,11 @@ async def test_a_prompt_is_counted_by_the_first_replica_that_answers(
     assert fake.bodies[-1] == {"messages": messages, "add_generation_prompt": True, "tools": tools}
     monkeypatch.setattr(replicas, "replica_order", lambda lineage: [down])
     assert await prompt_tokens(messages) is None
+
+
+def test_the_doctests_hold() -> None:
+    import doctest
+
+    import webapp.inference
+
+    assert doctest.testmod(webapp.inference).failed == 0
