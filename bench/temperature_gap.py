@@ -6,8 +6,9 @@ the same tokens (``trainer.policy.token_logprobs``) with its logits divided by t
 temperature, as training does, and, for comparison, without (what it did before). The figure
 is ``trainer.policy_gradient.logprob_gap``'s: mean and max |trainer − served| per answer token.
 
-Run: ``.venv/bin/python bench/temperature_gap.py [MODEL_DIR]`` (about a minute on two cores,
-vLLM's CPU engine in fp32).
+Run: ``.venv/bin/python bench/temperature_gap.py [MODEL_DIR] [--engine=llamacpp]`` (about a
+minute on two cores; vLLM's CPU engine in fp32 in process, or the llama.cpp engine as `serve`
+starts it, f16 weights).
 """
 
 from __future__ import annotations
@@ -30,19 +31,11 @@ PROMPTS = (
 TEMPERATURE = 0.7
 
 
-def main() -> None:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def vllm_answers(model_dir: str, prompts: list[list[int]]) -> tuple[list, list]:
+    """vLLM's sampled token ids and their log-probs, in process."""
     from vllm import LLM, SamplingParams
 
-    from trainer.batch import chat_prompt_ids, collate
-    from trainer.policy import token_logprobs
-
-    default = Path(os.environ.get("PARLEY_MODELS_DIR", "var/models")) / "SmolLM2-135M-Instruct"
-    model_dir = sys.argv[1] if len(sys.argv) > 1 else str(default)
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    prompts = [chat_prompt_ids(tokenizer, [{"role": "user", "content": p}]) for p in PROMPTS]
     llm = LLM(
         model=model_dir,
         dtype="float32",
@@ -57,13 +50,60 @@ def main() -> None:
         answers.append(list(choice.token_ids))
         logprobs = choice.logprobs or []
         served.append([lp[t].logprob for t, lp in zip(choice.token_ids, logprobs, strict=True)])
-    del llm
+    return answers, served
+
+
+def llamacpp_answers(model_dir: str, prompts: list[list[int]]) -> tuple[list, list]:
+    """The llama.cpp engine's (webapp.infra.llamacpp_server, as `serve` starts it)."""
+    import httpx
+
+    from bench.engine_servers import running_llamacpp
+    from trainer.base_model import fetch_gguf
+
+    gguf = fetch_gguf(cache_dir=Path(model_dir).parent.parent / "cache")
+    answers, served = [], []
+    with running_llamacpp(Path(model_dir), gguf, max_model_len=512) as server:
+        for index, prompt in enumerate(PROMPTS):
+            body = {
+                "model": "base",
+                "messages": [{"role": "user", "content": prompt}],
+                "temperature": TEMPERATURE,
+                "max_tokens": 24,
+                "seed": index,
+                "logprobs": True,
+                "return_token_ids": True,
+            }
+            answer = httpx.post(
+                server.url + "/chat/completions", json=body, headers=server.headers, timeout=120
+            ).json()
+            assert answer["prompt_token_ids"] == prompts[index], "the prompts differ"
+            choice = answer["choices"][0]
+            answers.append(choice["token_ids"])
+            served.append([item["logprob"] for item in choice["logprobs"]["content"]])
+    return answers, served
+
+
+def main() -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trainer.batch import chat_prompt_ids, collate
+    from trainer.policy import token_logprobs
+
+    args = [a for a in sys.argv[1:] if not a.startswith("--engine=")]
+    engine = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--engine=")), "vllm")
+    default = Path(os.environ.get("PARLEY_MODELS_DIR", "var/models")) / "SmolLM2-135M-Instruct"
+    model_dir = args[0] if args else str(default)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    prompts = [chat_prompt_ids(tokenizer, [{"role": "user", "content": p}]) for p in PROMPTS]
+    sampler = llamacpp_answers if engine == "llamacpp" else vllm_answers
+    answers, served = sampler(model_dir, prompts)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
     batch = collate(
         prompts, answers, target_logprobs=served, temperatures=[TEMPERATURE] * len(answers)
     )
     mask = batch.target_mask_B_T.bool()
-    figures = {"temperature": TEMPERATURE, "tokens": int(mask.sum())}
+    figures = {"engine": engine, "temperature": TEMPERATURE, "tokens": int(mask.sum())}
     with torch.no_grad():
         for name, temperature_B in (("scaled", batch.temperature_B), ("unscaled", None)):
             logp = token_logprobs(

@@ -53,6 +53,13 @@ def env_float(name: str, default: float) -> float:
         raise ConfigError(f"{name}={value!r} is not a number") from exc
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = os.environ.get(name) or default
+    if value not in choices:
+        raise ConfigError(f"{name}={value!r}: use one of {', '.join(choices)}")
+    return value
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     value = os.environ.get(name, "")
     return [item.strip() for item in value.split(",") if item.strip()] if value else default

@@ -21,6 +21,7 @@ from webapp.config import (
     context_window,
     database_from_url,
     env_bool,
+    env_choice,
     env_float,
     env_int,
     env_list,
@@ -35,6 +36,8 @@ from webapp.config import (
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PARLEY_VAR_DIR", str(BASE_DIR / "var"))).resolve()
 MODELS_DIR = Path(env_str("PARLEY_MODELS_DIR", str(VAR_DIR / "models"))).resolve()
+# The base model's GGUF and its wheel, beside the models (the tests share both).
+MODEL_CACHE_DIR = Path(env_str("PARLEY_MODEL_CACHE_DIR", str(MODELS_DIR.parent / "cache")))
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 # The launcher sets PARLEY_EMBEDDED=1 for its children when it started PostgreSQL or Redis itself.
@@ -199,6 +202,10 @@ FEEDBACK_TAGS_DOWN = env_list(
 FEEDBACK_TAGS_UP = env_list(
     "PARLEY_FEEDBACK_TAGS_UP", ["accurate", "followed instructions", "well written"]
 )
+# `serve`'s engine: vllm, llamacpp (webapp.infra.llamacpp_server, on PARLEY_GGUF or the GGUF
+# the default model ships as) or auto: vLLM on a GPU, llama.cpp on a CPU where it is installed.
+SERVING_ENGINE = env_choice("PARLEY_ENGINE", "auto", ("auto", "vllm", "llamacpp"))
+SERVING_GGUF = env_str("PARLEY_GGUF", "")
 VLLM_HOST = env_str("VLLM_HOST", "127.0.0.1")
 VLLM_PORT = env_int("VLLM_PORT", 8001)
 VLLM_BASE_URLS = env_list("VLLM_BASE_URLS", [f"http://{VLLM_HOST}:{VLLM_PORT}/v1"])
@@ -233,11 +240,9 @@ ADAPTERS_DIR = Path(env_str("PARLEY_ADAPTERS_DIR", str(VAR_DIR / "adapters"))).r
 # The PRM judge of next states: "cues" (the default: reads the user's next message and tool
 # results for corrections, complaints, thanks and errors; no model), "hindsight" (scores as
 # "cues" and takes the user's follow-up itself as the teacher's hint: trainer.hindsight) or
-# "llm" (m votes of the model at JUDGE_BASE_URL, by default the frozen base model in the same
-# vLLM server; constrained to the three boxes unless PARLEY_JUDGE_CONSTRAINED=0).
-JUDGE_KIND = env_str("PARLEY_JUDGE", "cues")
-if JUDGE_KIND not in JUDGE_KINDS:
-    raise ConfigError(f"PARLEY_JUDGE={JUDGE_KIND!r}: use one of {', '.join(JUDGE_KINDS)}")
+# "llm" (m votes of the model at JUDGE_BASE_URL, by default the frozen base model on the same
+# server; constrained to the three boxes unless PARLEY_JUDGE_CONSTRAINED=0).
+JUDGE_KIND = env_choice("PARLEY_JUDGE", "cues", tuple(JUDGE_KINDS))
 JUDGE_CONSTRAINED = env_bool("PARLEY_JUDGE_CONSTRAINED", True)
 JUDGE_BASE_URL = env_str("JUDGE_BASE_URL", "") or VLLM_BASE_URLS[0]
 # vLLM request priority of judge generations (lower = earlier; chat asks with 0). On Parley's
@@ -376,19 +381,10 @@ SECURE_REFERRER_POLICY = "same-origin"
 # Only the site's own files run or style a page: no inline script, style or handler anywhere
 # (htmx's own indicator <style> and eval are turned off in base.html). 'self' covers the chat
 # websocket (ws/wss to the same host and port).
-CONTENT_SECURITY_POLICY = "; ".join(
-    [
-        "default-src 'self'",
-        "script-src 'self'",
-        "style-src 'self'",
-        "img-src 'self' data:",
-        "font-src 'self'",
-        "connect-src 'self'",
-        "object-src 'none'",
-        "base-uri 'none'",
-        "form-action 'self'",
-        "frame-ancestors 'none'",
-    ]
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'"
 )
 
 LOGGING = {

@@ -38,7 +38,13 @@ def test_the_gpu_set_pins_what_the_cpu_set_pins_but_serves_with_vllm() -> None:
 
 def _make(tmp_path: Path, *args: str, path: str | None = None) -> str:
     """make on a copy of the Makefile in an empty folder (with -n: nothing is installed)."""
-    for name in ("Makefile", "requirements.txt", "requirements-gpu.txt", "requirements-test.txt"):
+    for name in (
+        "Makefile",
+        "requirements.txt",
+        "requirements-gpu.txt",
+        "requirements-test.txt",
+        "requirements-llamacpp.txt",
+    ):
         shutil.copy(ROOT / name, tmp_path / name)
     env = {k: v for k, v in os.environ.items() if k != "PARLEY_GPU"}
     if path is not None:
@@ -66,6 +72,7 @@ def test_the_makefile_installs_the_gpu_set_where_nvidia_smi_answers(tmp_path: Pa
     path = f"{fake_bin}:{os.environ['PATH']}"
     plan = _make(work, "-n", ".venv/.installed-runtime-requirements-gpu", path=path)
     assert "-r requirements-gpu.txt" in plan and "uninstall" not in plan
+    assert "llamacpp" not in plan  # GPU hosts serve with vLLM only
     assert _make(work, "-s", "requirements-file", path=path).strip() == "requirements-gpu.txt"
 
 
@@ -81,6 +88,9 @@ def test_parley_gpu_overrides_the_detection(tmp_path: Path, setting: str, expect
 def test_a_host_without_nvidia_smi_keeps_the_cpu_set(tmp_path: Path) -> None:
     plan = _make(tmp_path, "-n", ".venv/.installed-runtime-requirements", path="/usr/bin:/bin")
     assert "-r requirements.txt" in plan and "uninstall -y -q torchvision" in plan
+    # llama.cpp: its wheel built once per machine (with progress), then installed from there.
+    assert "scripts/llamacpp_wheel.py" in plan
+    assert "--only-binary llama-cpp-python -r requirements-llamacpp.txt" in plan
 
 
 def _pypi_reachable() -> bool:

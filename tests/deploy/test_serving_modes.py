@@ -52,3 +52,38 @@ def test_both_vllm_commands_report_log_probs_at_the_sampling_temperature() -> No
     assert _flag(vllm_command()[0], "--logprobs-mode") == "processed_logprobs"
     compose = (Path(__file__).parents[2] / "docker" / "compose.yaml").read_text()
     assert "--logprobs-mode=processed_logprobs" in compose
+
+
+@pytest.mark.parametrize(
+    ("setting", "cuda", "installed", "own_model", "engine"),
+    [
+        ("auto", False, True, False, "llamacpp"),  # a CPU host: the faster engine
+        ("auto", True, True, False, "vllm"),  # a GPU host keeps vLLM
+        ("auto", False, False, False, "vllm"),  # llama.cpp not installed (docker's images)
+        ("auto", False, True, True, "vllm"),  # another model and no GGUF of it
+        ("vllm", False, True, False, "vllm"),
+        ("llamacpp", True, True, False, "llamacpp"),
+    ],
+)
+def test_the_engine_setting_resolves_per_host(
+    setting: str, cuda: bool, installed: bool, own_model: bool, engine: str
+) -> None:
+    from webapp.infra.serving import serving_engine
+
+    assert serving_engine(setting, cuda=cuda, llamacpp=installed, own_model=own_model) == engine
+
+
+@pytest.mark.django_db
+def test_the_llamacpp_command_serves_the_gguf_with_the_models_tokenizer(settings) -> None:
+    from webapp.infra.serving import llamacpp_command
+
+    settings.VLLM_API_KEY = "secret-key"
+    args, env = llamacpp_command()
+    assert args[1:3] == ["-m", "webapp.infra.llamacpp_server"]
+    assert _flag(args, "--gguf").endswith(".gguf")
+    assert _flag(args, "--tokenizer") == str(settings.BASE_MODEL_DIR)
+    assert _flag(args, "--port") == str(settings.VLLM_PORT)
+    assert _flag(args, "--max-model-len") == str(settings.VLLM_MAX_MODEL_LEN)
+    assert _flag(args, "--max-cpu-loras") == str(settings.MAX_CPU_LORAS)
+    assert "secret-key" not in " ".join(args)  # the key goes in the environment, as vLLM's
+    assert env["VLLM_API_KEY"] == "secret-key"

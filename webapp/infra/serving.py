@@ -1,4 +1,6 @@
-"""The `serve` process: vLLM's OpenAI server for the base model, with runtime LoRA loading.
+"""The `serve` process: vLLM's OpenAI server for the base model, with runtime LoRA loading
+(or, with PARLEY_ENGINE=llamacpp, the llama.cpp engine behind the same routes:
+``webapp.infra.llamacpp_server``).
 
 The base model is served under the name ``base``; published policy versions are LoRA
 adapters loaded next to it at run time (``/v1/load_lora_adapter``), one per lineage in use:
@@ -17,6 +19,7 @@ included, refuses a call without it. Some of vLLM's other paths (``/invocations`
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shlex
 import sys
@@ -116,6 +119,54 @@ def vllm_command() -> tuple[list[str], dict[str, str]]:
     )
 
 
+def llamacpp_command() -> tuple[list[str], dict[str, str]]:
+    """The `serve` process's command when PARLEY_ENGINE is llamacpp: the base model's GGUF
+    (fetched beside the model folder when missing), its tokenizer, and the live adapters."""
+    from django.conf import settings
+
+    from trainer.base_model import ModelError, fetch_gguf
+
+    if settings.PARLEY_BASE_MODEL and not settings.SERVING_GGUF:
+        raise ModelError("PARLEY_ENGINE=llamacpp with PARLEY_BASE_MODEL needs PARLEY_GGUF")
+    gguf = settings.SERVING_GGUF or fetch_gguf(cache_dir=settings.MODEL_CACHE_DIR)
+    args = [
+        sys.executable,
+        *("-m", "webapp.infra.llamacpp_server"),
+        *("--gguf", str(gguf), "--tokenizer", str(settings.BASE_MODEL_DIR)),
+        *("--host", settings.VLLM_HOST, "--port", str(settings.VLLM_PORT)),
+        *("--max-model-len", str(settings.VLLM_MAX_MODEL_LEN)),
+        *("--max-cpu-loras", str(settings.MAX_CPU_LORAS)),
+    ]
+    live = live_adapters(limit=settings.MAX_CPU_LORAS)
+    if live:
+        args += ["--lora-modules", *(f"{name}={path}" for name, path in live)]
+    env = dict(os.environ)
+    if settings.VLLM_API_KEY:
+        env["VLLM_API_KEY"] = settings.VLLM_API_KEY
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("TRANSFORMERS_OFFLINE", "1")
+    return args, env
+
+
+def serving_engine(setting: str, *, cuda: bool, llamacpp: bool, own_model: bool) -> str:
+    """PARLEY_ENGINE, with "auto" resolved: vLLM on a GPU, llama.cpp on a CPU where it is
+    installed and has a GGUF of the model (the default model's ships with it; another model
+    needs PARLEY_GGUF), vLLM otherwise.
+
+    >>> serving_engine("auto", cuda=False, llamacpp=True, own_model=False)
+    'llamacpp'
+    >>> serving_engine("auto", cuda=True, llamacpp=True, own_model=False)
+    'vllm'
+    >>> serving_engine("auto", cuda=False, llamacpp=True, own_model=True)
+    'vllm'
+    >>> serving_engine("vllm", cuda=False, llamacpp=True, own_model=False)
+    'vllm'
+    """
+    if setting != "auto":
+        return setting
+    return "llamacpp" if llamacpp and not cuda and not own_model else "vllm"
+
+
 def serving_dtype(setting: str, *, cuda: bool) -> str:
     """VLLM_DTYPE, with "auto" resolved by the trainer's rule (``UpdateConfig.base_dtype``):
     bfloat16 on a GPU, float32 on the CPU (no fast bf16 without AVX-512), so serving and
@@ -178,7 +229,18 @@ def main() -> None:
     except ModelError as exc:
         print(f"serve: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from exc
-    args, env = vllm_command()
+    engine = serving_engine(
+        settings.SERVING_ENGINE,
+        cuda=_cuda_available(),
+        llamacpp=importlib.util.find_spec("llama_cpp") is not None,
+        own_model=bool(settings.PARLEY_BASE_MODEL) and not settings.SERVING_GGUF,
+    )
+    print(f"serve: engine {engine} (PARLEY_ENGINE={settings.SERVING_ENGINE})", flush=True)
+    try:
+        args, env = llamacpp_command() if engine == "llamacpp" else vllm_command()
+    except ModelError as exc:
+        print(f"serve: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from exc
     # exec: vLLM becomes this process, so honcho's signals reach it directly.
     os.execvpe(args[0], args, env)
 

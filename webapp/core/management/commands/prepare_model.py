@@ -22,7 +22,7 @@ class Command(BaseCommand):
                 report(f"using PARLEY_BASE_MODEL={settings.BASE_MODEL_DIR}")
                 return
             result = prepare_base_model(
-                target=settings.BASE_MODEL_DIR, cache_dir=settings.VAR_DIR / "cache", report=report
+                target=settings.BASE_MODEL_DIR, cache_dir=settings.MODEL_CACHE_DIR, report=report
             )
         except ModelError as exc:
             raise CommandError(str(exc)) from exc
