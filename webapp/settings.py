@@ -206,6 +206,7 @@ FEEDBACK_TAGS_UP = env_list(
 # the default model ships as) or auto: vLLM on a GPU, llama.cpp on a CPU where it is installed.
 SERVING_ENGINE = env_choice("PARLEY_ENGINE", "auto", ("auto", "vllm", "llamacpp"))
 SERVING_GGUF = env_str("PARLEY_GGUF", "")
+SERVE_THREADS = env_int("PARLEY_SERVE_THREADS", 0)  # llama.cpp's threads; 0: half the cores
 VLLM_HOST = env_str("VLLM_HOST", "127.0.0.1")
 VLLM_PORT = env_int("VLLM_PORT", 8001)
 VLLM_BASE_URLS = env_list("VLLM_BASE_URLS", [f"http://{VLLM_HOST}:{VLLM_PORT}/v1"])

@@ -85,5 +85,6 @@ def test_the_llamacpp_command_serves_the_gguf_with_the_models_tokenizer(settings
     assert _flag(args, "--port") == str(settings.VLLM_PORT)
     assert _flag(args, "--max-model-len") == str(settings.VLLM_MAX_MODEL_LEN)
     assert _flag(args, "--max-cpu-loras") == str(settings.MAX_CPU_LORAS)
+    assert _flag(args, "--threads") == str(settings.SERVE_THREADS)
     assert "secret-key" not in " ".join(args)  # the key goes in the environment, as vLLM's
     assert env["VLLM_API_KEY"] == "secret-key"

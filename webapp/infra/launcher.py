@@ -214,7 +214,8 @@ def _wait_until_ready(
             last_report = now
             waiting = ", ".join(pending)
             hint = (
-                " (vLLM loads and warms up the model: about 40 s on 2 CPU cores)"
+                " (the model server loads and warms up the model: vLLM about 40 s on 2 CPU"
+                " cores, llama.cpp a few seconds)"
                 if any(n.startswith("serve") for n in pending)
                 else ""
             )
@@ -232,7 +233,8 @@ def _wait_until_ready(
 
 def _warm_up(base_url: str, *, api_key: str) -> None:
     """One short answer before anyone chats: vLLM's first request prepares its kernels (12 s
-    here on 2 cores), which would otherwise be the first user's wait for a first token."""
+    here on 2 cores; llama.cpp's, well under a second), which would otherwise be the first
+    user's wait for a first token."""
     import httpx
 
     from webapp.infra.serving import BASE_SERVED_NAME

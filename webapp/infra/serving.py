@@ -136,6 +136,7 @@ def llamacpp_command() -> tuple[list[str], dict[str, str]]:
         *("--host", settings.VLLM_HOST, "--port", str(settings.VLLM_PORT)),
         *("--max-model-len", str(settings.VLLM_MAX_MODEL_LEN)),
         *("--max-cpu-loras", str(settings.MAX_CPU_LORAS)),
+        *("--threads", str(settings.SERVE_THREADS)),
     ]
     live = live_adapters(limit=settings.MAX_CPU_LORAS)
     if live:
