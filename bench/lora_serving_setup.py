@@ -108,6 +108,24 @@ def running_vllm(
             api_key=key,
         )
     )
+    with running_server(
+        "vLLM", command, env, port=port, key=key, log_path=log_path, timeout_s=timeout_s
+    ) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def running_server(
+    name: str,
+    command: list[str],
+    env: dict[str, str],
+    *,
+    port: int,
+    key: str,
+    log_path: Path,
+    timeout_s: float,
+) -> Iterator[Server]:
+    """A model server started with ``command``, once it answers ``/health``; stopped after."""
     started = time.perf_counter()
     with log_path.open("w") as log:
         process = subprocess.Popen(
@@ -118,19 +136,23 @@ def running_vllm(
         while True:
             if process.poll() is not None:
                 tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-30:])
-                raise RuntimeError(f"vLLM exited with {process.returncode}; its log ends:\n{tail}")
+                raise RuntimeError(
+                    f"{name} exited with {process.returncode}; its log ends:\n{tail}"
+                )
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"{url}/health", timeout=2).status_code == 200:
                     break
             now = time.perf_counter()
             if now - started > timeout_s:
-                raise RuntimeError(f"vLLM did not answer /health in {timeout_s:.0f} s: {log_path}")
+                raise RuntimeError(
+                    f"{name} did not answer /health in {timeout_s:.0f} s: {log_path}"
+                )
             if now - last_report >= 15:
-                say(f"waiting for vLLM to start: {now - started:.0f} s")
+                say(f"waiting for {name} to start: {now - started:.0f} s")
                 last_report = now
-            time.sleep(1)
+            time.sleep(0.5)
         elapsed = time.perf_counter() - started
-        say(f"vLLM ready in {elapsed:.0f} s (pid {process.pid}, log {log_path})")
+        say(f"{name} ready in {elapsed:.0f} s (pid {process.pid}, log {log_path})")
         yield Server(
             f"{url}/v1", {"Authorization": f"Bearer {key}"}, process.pid, log_path, elapsed
         )
