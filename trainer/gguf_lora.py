@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -70,7 +71,9 @@ def convert(adapter_dir: str | Path, *, heads: int, kv_heads: int) -> Path:
     if config.get("use_rslora") or config.get("use_dora"):
         raise AdapterFormatError(f"{folder}: rsLoRA and DoRA adapters are not supported")
     tensors = load_file(str(weights_path))
-    partial = target.with_suffix(".partial")
+    handle, name = tempfile.mkstemp(dir=folder, prefix=".adapter-", suffix=".partial")
+    os.close(handle)
+    partial = Path(name)  # one per writer: two servers converting one folder never collide
     writer = GGUFWriter(str(partial), ARCHITECTURE)
     writer.add_type("adapter")
     writer.add_string("adapter.type", "lora")

@@ -332,3 +332,24 @@ def test_guided_json_and_tool_calls_follow_their_schema(engine: Engine) -> None:
     ]
     assert [d["function"]["name"] for d in deltas] == ["get_weather"]
     assert "city" in json.loads(deltas[0]["function"]["arguments"])
+
+
+def test_what_a_client_may_send_wrongly_gets_an_openai_error(engine: Engine) -> None:
+    long = [{"role": "user", "content": "word " * 2100}]
+    unbounded = engine.chat(messages=long)  # no max_tokens: the prompt alone is too long
+    assert unbounded.status_code == 400
+    assert "However, your prompt contains" in unbounded.json()["error"]["message"]
+    wrong = engine.chat(messages=MESSAGES, n="two", max_tokens=4)
+    assert wrong.status_code == 400 and wrong.json()["error"]["message"]
+    assert engine.chat(messages=MESSAGES, seed=-5, max_tokens=4, temperature=1.0).status_code == 200
+
+
+def test_a_stop_string_keeps_the_text_before_it_in_the_stream(engine: Engine) -> None:
+    body = {"messages": MESSAGES, "max_tokens": 40, "temperature": 0}
+    text = engine.chat(**body).json()["choices"][0]["message"]["content"]
+    stop = text.split()[3]
+    chunks = _stream(engine, **body, stop=[stop])
+    streamed = "".join(
+        c["choices"][0]["delta"].get("content") or "" for c in chunks[:-1] if c.get("choices")
+    )
+    assert streamed == text[: text.index(stop)]

@@ -124,6 +124,10 @@ class Choice:
         return {"content": "", "tool_calls": calls}
 
     def finished(self, reason: str) -> dict[str, Any]:
+        if self.ids and self.finish is None:  # a character cut in half at the very end
+            decoded = self.server.tokenizer.decode(self.ids, skip_special_tokens=True)
+            self.held += decoded[len(self.decoded) :]
+            self.decoded = decoded
         delta = self.release(final=True)
         self.finish = "tool_calls" if self.tool_calls and reason == "stop" else reason
         return {**delta, "finish": self.finish}
@@ -156,7 +160,7 @@ async def merged(streams: list[Choice]) -> AsyncIterator[tuple[Choice, dict[str,
                     delta = choice.advance(token)
                     if choice.finish == "stop":  # a stop string: the rest is not wanted
                         choice.request.cancel()
-                        yield choice, {**delta, **choice.finished("stop")}
+                        yield choice, _joined(delta, choice.finished("stop"))
                         continue
                     yield choice, delta
                     waiting[asyncio.ensure_future(choice.queue.get())] = choice
@@ -167,6 +171,15 @@ async def merged(streams: list[Choice]) -> AsyncIterator[tuple[Choice, dict[str,
     finally:
         for future in waiting:
             future.cancel()
+
+
+def _joined(first: dict[str, Any], then: dict[str, Any]) -> dict[str, Any]:
+    """Two deltas of one step as one: the text and tool calls of both, the rest of the last."""
+    joined = {**first, **then, "content": first.get("content", "") + then.get("content", "")}
+    calls = (first.get("tool_calls") or []) + (then.get("tool_calls") or [])
+    if calls:
+        joined["tool_calls"] = calls
+    return joined
 
 
 def message(choice: Choice) -> dict[str, Any]:

@@ -149,14 +149,14 @@ class LlamaEngine:
                 f"{request.sampling.max_tokens} output tokens were asked for."
             )
         if request.sampling.seed is not None:
-            request.rng = np.random.default_rng(request.sampling.seed)
+            request.rng = np.random.default_rng(int(request.sampling.seed) % 2**64)
         with self._wake:
             heapq.heappush(self._waiting, _Waiting(request.priority, next(self._orders), request))
             self._wake.notify()
 
     def adapters(self) -> dict[str, str]:
         """Served name → adapter folder of each adapter a request may name."""
-        return {name: a.path for name, a in self._adapters.items() if not a.retired}
+        return {name: a.path for name, a in list(self._adapters.items()) if not a.retired}
 
     def load_adapter(self, name: str, gguf: str | Path, folder: str) -> None:
         """Load a GGUF LoRA under ``name`` (replacing one of that name for new requests)."""
@@ -191,8 +191,10 @@ class LlamaEngine:
         done = threading.Event()
 
         def unload() -> None:
-            self._retire(adapter, name)
-            done.set()
+            try:
+                self._retire(adapter, name)
+            finally:
+                done.set()
 
         self._command(unload)
         done.wait()
@@ -208,8 +210,12 @@ class LlamaEngine:
     def _evict(self, *, keep: str) -> None:
         """Past ``max_adapters``, forget the least recently used idle ones (as vLLM's
         --max-cpu-loras does): a request naming one gets a 404, and Parley loads it again."""
+        with self._wake:
+            waiting = {entry.request.adapter for entry in self._waiting}
         idle = sorted(
-            (a.used, name) for name, a in self._adapters.items() if name != keep and a.users == 0
+            (a.used, name)
+            for name, a in self._adapters.items()
+            if name != keep and a.users == 0 and name not in waiting
         )
         for _, name in idle[: max(0, len(self._adapters) - self.max_adapters)]:
             self._retire(self._adapters[name], name)
@@ -242,21 +248,27 @@ class LlamaEngine:
 
     def _loop(self) -> None:
         while True:
-            with self._wake:
-                while not (self._commands or self._waiting or self._running):
-                    self._wake.wait()
-                commands, self._commands = self._commands, []
-            for command in commands:
-                command()
-            self._admit()
-            self._drop_cancelled()
-            if self._running:
-                try:
-                    self._step()
-                except Exception as exc:  # every request hears of it
-                    log.exception("llama.cpp step failed")
-                    for request in list(self._running):
-                        self._finish(request, f"error: {exc}")
+            try:
+                self._turn_once()
+            except Exception as exc:  # the thread must live on: every request hears of it
+                log.exception("the llama.cpp engine's step failed")
+                for request in list(self._running):
+                    self._finish(request, f"error: {exc}")
+
+    def _turn_once(self) -> None:
+        with self._wake:
+            while not (self._commands or self._waiting or self._running):
+                self._wake.wait()
+            commands, self._commands = self._commands, []
+        for command in commands:
+            command()
+        self._admit()
+        self._drop_cancelled()
+        if self._running:
+            self._step()
+
+    def alive(self) -> bool:
+        return self._thread.is_alive()
 
     def _reserved(self) -> int:
         return sum(len(r.prompt) + r.sampling.max_tokens for r in self._running)

@@ -54,7 +54,16 @@ def sampling(tokenizer: Any, body: dict[str, Any], *, window: int, prompt: int) 
     except GuidedError as exc:
         raise Refused(400, str(exc)) from exc
     limit = body.get("max_completion_tokens") or body.get("max_tokens")
+    if prompt >= window or (limit and prompt + int(limit) > window):
+        raise Refused(
+            400,
+            f"This model's maximum context length is {window} tokens. However, your prompt "
+            f"contains {prompt} input tokens"
+            + (f" and {int(limit)} output tokens were asked for." if limit else "."),
+        )
     max_tokens = int(limit) if limit else window - prompt
+    if max_tokens < 1:
+        raise Refused(400, "'max_tokens' must be at least 1.")
     top_logprobs = int(body.get("top_logprobs") or 0) if body.get("logprobs") else 0
     return Sampling(
         max_tokens=max_tokens,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import secrets
 import time
@@ -37,6 +38,7 @@ from webapp.infra.llamacpp_requests import (
 )
 from webapp.infra.sampling import Sampling
 
+log = logging.getLogger(__name__)
 BASE_NAME = "base"
 DONE = "data: [DONE]\n\n"
 
@@ -246,7 +248,8 @@ class Server:
     async def unload_adapter(self, http: web.Request) -> web.Response:
         body = await _json(http)
         name = str(body.get("lora_name") or "")
-        if not self.engine.unload_adapter(name):
+        loop = asyncio.get_running_loop()
+        if not await loop.run_in_executor(None, self.engine.unload_adapter, name):
             raise Refused(404, f"The lora adapter '{name}' cannot be found.", "NotFoundError")
         return web.Response(text=f"Success: LoRA adapter '{name}' removed successfully.")
 
@@ -258,7 +261,7 @@ class Server:
         )
 
     async def health(self, http: web.Request) -> web.Response:
-        return web.Response(text="")
+        return web.Response(text="", status=200 if self.engine.alive() else 503)
 
 
 def _event(payload: dict[str, Any]) -> bytes:
@@ -285,6 +288,13 @@ def application(server: Server) -> web.Application:
             return await handler(http)
         except Refused as exc:
             return _error(exc.status, str(exc), exc.kind)
+        except (web.HTTPException, ConnectionResetError):
+            raise
+        except (ValueError, TypeError, KeyError) as exc:  # a field of the wrong kind
+            return _error(400, f"the request could not be read: {exc!r}")
+        except Exception as exc:
+            log.exception("%s failed", http.path)
+            return _error(500, f"the engine failed: {exc!r}", "InternalServerError")
 
     app = web.Application(middlewares=[guard], client_max_size=64 * 1024 * 1024)
     app.router.add_post("/v1/chat/completions", server.chat)
