@@ -78,7 +78,7 @@ def running_system(extra_env: dict[str, str] | None = None) -> Iterator[RunningS
         PARLEY_USER_RATE_LIMIT_PER_MINUTE="0",
     )
     env.update(extra_env or {})
-    print(f"bench | starting Parley (vLLM warm-up takes about a minute) in {var_dir}", flush=True)
+    print(f"bench | starting Parley (vLLM would warm up for a minute) in {var_dir}", flush=True)
     launcher = Launcher(env)
     try:
         launcher.wait_for("Parley is ready at", timeout=900)
