@@ -1,7 +1,7 @@
 """Drawing the next token from a model's logits, in numpy, as vLLM samples.
 
 The log-prob reported for a token is its log-probability under the distribution it was
-drawn from (after the penalties, temperature, top-k, top-p and min-p): vLLM's
+drawn from (after the penalties, temperature, min-p, top-k and top-p): vLLM's
 ``processed_logprobs``, the behaviour policy the trainer's importance weights divide by.
 """
 
@@ -65,7 +65,7 @@ def sample(
     """Draw one token; its log-prob under the distribution it was drawn from.
 
     In vLLM's order: logit bias and penalties (repetition over the prompt and the answer,
-    presence and frequency over the answer), then temperature, top-k, top-p and min-p.
+    presence and frequency over the answer), then temperature, min-p, top-k and top-p.
     Greedy (temperature 0) takes the most likely token and reports the log-softmax unscaled.
     """
     logits = logits.astype(np.float64)
@@ -80,6 +80,8 @@ def sample(
         logits += mask
     greedy = sampling.temperature <= 0
     scaled = logits / (1.0 if greedy else sampling.temperature)
+    if not greedy and sampling.min_p > 0:
+        scaled[scaled < scaled.max() + np.log(sampling.min_p)] = -np.inf
     if not greedy and 0 < sampling.top_k < scaled.size:
         cut = np.partition(scaled, -sampling.top_k)[-sampling.top_k]
         scaled[scaled < cut] = -np.inf
@@ -89,8 +91,6 @@ def sample(
         cumulative = np.cumsum(probs / probs.sum())
         keep = int(np.searchsorted(cumulative, sampling.top_p)) + 1
         scaled[order[keep:]] = -np.inf
-    if not greedy and sampling.min_p > 0:
-        scaled[scaled < scaled.max() + np.log(sampling.min_p)] = -np.inf
     top = scaled.max()
     logprobs = scaled - top - np.log(np.exp(scaled - top).sum())
     if greedy:
