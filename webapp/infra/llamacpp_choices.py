@@ -68,10 +68,11 @@ class Choice:
             self.held += decoded[len(self.decoded) :]
             self.decoded = decoded
         eos = token.id in self.server.engine.eos_ids and not self.request.sampling.ignore_eos
+        piece = self.piece(token.id)
         item = {
-            "token": "" if eos else self.piece(token.id),
+            "token": "" if eos else piece,
             "logprob": token.logprob,
-            "bytes": list(self.piece(token.id).encode()),
+            "bytes": list(piece.encode()),
             "top_logprobs": [
                 {"token": self.piece(i), "logprob": lp, "bytes": list(self.piece(i).encode())}
                 for i, lp in token.top
