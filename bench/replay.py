@@ -142,7 +142,16 @@ def run_replay(
     algorithm = algorithm_get(options.algorithm)
     claim_rules = ClaimRules(batch_size=options.batch_size, fresh=options.fresh)
     idle = 0  # such samples: ready, never claimed
-    judge = {"votes": 0, "parsed": 0, "right": 0, "samples": 0, "hints": 0, "neutral": 0}
+    judge = {
+        "votes": 0,
+        "parsed": 0,
+        "right": 0,
+        "samples": 0,
+        "hints": 0,
+        "neutral": 0,
+        "compared": 0,  # bare 👎s whose alternatives were offered (pairs)
+        "chosen": 0,  # of those, where the user chose one as better
+    }
     turns = met = 0
     label = f"{options.preference.name} {options.feedback} {options.algorithm} s{options.seed}"
     bar = tqdm(total=options.versions, desc=label, unit="version", disable=not progress)
@@ -183,7 +192,7 @@ def run_replay(
                     judge["right"] += vote["score"] == truth
                 if sample is not None:
                     judge["hints"] += sample.hint is not None
-                    samples += with_alternatives(
+                    grouped = with_alternatives(
                         sample,
                         answer,
                         model=model,
@@ -192,7 +201,12 @@ def run_replay(
                         max_new_tokens=options.gen_tokens,
                         temperature=options.temperature,
                         seed=options.seed * 100_003 + number * 1_000 + index,
+                        preference=wanted if options.feedback == "pairs" else None,
                     )
+                    if options.feedback == "pairs" and len(grouped) > 1:
+                        judge["compared"] += 1
+                        judge["chosen"] += any(s.reward == 1.0 for s in grouped[1:])
+                    samples += grouped
             turns += len(answers)
             judge["samples"] += len(samples)
             unused = [unused_by(algorithm, s) for s in samples]

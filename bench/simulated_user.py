@@ -1,8 +1,11 @@
 """The simulated user of the learning benchmarks, and their turns judged as the webapp judges them.
 
-A user with one preference (``bench.preferences``) reacts to an answer in one of five ways:
+A user with one preference (``bench.preferences``) reacts to an answer in one of six ways:
 
 - ``thumbs``: 👍 when the answer meets the preference, 👎 when it misses (the RL-only signal);
+- ``pairs``: thumbs, and after a 👎 the comparison the 👎 panel offers ("Is one of these
+  better?", ``webapp.learning.comparisons``): the first of the answers sampled beside it that
+  meets the preference is chosen, or none (``choose``);
 - ``comments``: the same, plus the preference's comment on a miss;
 - ``corrections``: comments, plus the answer rewritten by the preference's fix;
 - ``next_state``: no buttons: the user's next message carries it ("No, that's not what I asked
@@ -29,7 +32,7 @@ from typing import Any
 
 from bench.preferences import FLAW_COMMENTS, Preference, answer_flaws, flaw_comment
 
-FEEDBACK_KINDS = ("thumbs", "comments", "corrections", "next_state", "followups")
+FEEDBACK_KINDS = ("thumbs", "comments", "corrections", "next_state", "followups", "pairs")
 NEGATIVE_NEXT = "No, that's not what I asked for. {comment}"
 POSITIVE_NEXT = "Thanks, perfect!"
 LANGUAGES = ("en", "de", "zh")
@@ -178,7 +181,7 @@ def react(
         return UserReaction(truth=truth, next_state=f"[user] {text}")
     if feedback not in FEEDBACK_KINDS:
         raise ValueError(f"unknown feedback {feedback!r}; one of {', '.join(FEEDBACK_KINDS)}")
-    if good or feedback == "thumbs":
+    if good or feedback in ("thumbs", "pairs"):
         return UserReaction(truth=truth, rating=truth)
     correction = ""
     if feedback == "corrections" and preference.correctable and not flaws:
@@ -190,6 +193,21 @@ def react(
         correction=correction,
         next_state=f"[user feedback] {comment}",
     )
+
+
+def choose(preference: Preference, alternatives: Sequence[Answer]) -> int | None:
+    """Which of the answers offered beside a 👎 the user chooses as better: the first that
+    meets the preference and is whole (``Preference.meets``), or None when none is better.
+
+    >>> sure = Preference("sure", "Start with 'Sure!'", {"regex_must": ["^Sure!"]})
+    >>> offered = [Answer("q", [1], [2], [0.0], "No."), Answer("q", [1], [3], [0.0], "Sure! Yes.")]
+    >>> choose(sure, offered), choose(sure, offered[:1])
+    (1, None)
+    """
+    for index, answer in enumerate(alternatives):
+        if preference.meets(answer.text, answer.response_token_ids):
+            return index
+    return None
 
 
 def _no_llm(messages: list[dict[str, str]], n: int, choices: Any = None) -> list[str]:

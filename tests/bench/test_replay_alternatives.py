@@ -61,3 +61,32 @@ def test_a_group_waits_whole_when_its_thumbs_down_is_left_fresh() -> None:
     assert chosen.fresh == ["👎"] and "a" not in chosen.batch and len(chosen.batch) == 8
     again = claim(group, rules=ClaimRules(batch_size=16, fresh=1), left_before={"👎"})
     assert again.batch == ["👎", "a"]  # the next update trains the group together
+
+
+def test_pairs_the_user_chooses_the_first_answer_beside_it_that_meets_the_preference(
+    monkeypatch,
+) -> None:
+    import doctest
+
+    import bench.simulated_user
+
+    assert doctest.testmod(bench.simulated_user).failed == 0
+    tokenizer = byte_tokenizer()
+    answer = Answer("What is gravity?", [3, 4, 5], [6, 7], [-1.0, -2.0], "Gravity pulls.")
+    texts = iter([["No.", "Sure! It pulls.", "Sure! Mass attracts."], ["No.", "Nope.", "Hm."]])
+
+    def generate(model, tokenizer, prompts, **kwargs):
+        return [
+            Answer(p, [3, 4, 5], [8 + i, 9], [-0.5, -0.5], text)
+            for i, (p, text) in enumerate(zip(prompts, next(texts), strict=True))
+        ]
+
+    monkeypatch.setattr(replay_alternatives, "generate", generate)
+    reaction = react(SURE, answer.text, "pairs", token_ids=answer.response_token_ids)
+    assert reaction.rating == -1 and not reaction.comment  # a bare 👎, as thumbs
+    disliked, _ = judged_sample(answer, reaction, tokenizer)
+    common = {"model": None, "tokenizer": tokenizer, "n": 3, "max_new_tokens": 8}
+    common |= {"temperature": 0.7, "seed": 1, "preference": SURE}
+    assert [s.reward for s in with_alternatives(disliked, answer, **common)] == [-1, 0, 1, 0]
+    # None better: the group as with thumbs.
+    assert [s.reward for s in with_alternatives(disliked, answer, **common)] == [-1, 0, 0, 0]

@@ -18,6 +18,10 @@ from webapp.chat.models import Conversation, Message
 from webapp.chat.rendering import render_markdown
 from webapp.chat.titles import title_fragments
 from webapp.frontdoor.selectors import PageEntry, page_entry, page_transcript
+from webapp.learning.comparisons import comparison_view
+
+COMPARE_POLLS = 45
+"""How many times (2 s apart) an open 👎 panel asks whether the answers to compare are written."""
 
 
 def feedback_context() -> dict[str, Any]:
@@ -41,6 +45,29 @@ def render_feedback(
     return render_to_string(
         "chat/_feedback.html",
         {"entry": entry, "panel_open": panel_open, "saved": saved, **feedback_context()},
+    )
+
+
+def render_compare(*, message: Message, viewer: Any, polls: int = 0, error: str = "") -> str:
+    """The 👎 panel's comparison: the answers sampled beside ``message`` to choose from, a
+    note while they are written (asked again ``polls`` times so far), or the choice made."""
+    feedback = message.feedback.filter(author=viewer).first()
+    bare = (
+        feedback is not None
+        and feedback.rating == -1
+        and not (feedback.comment or feedback.correction or feedback.tags)
+    )
+    view = comparison_view(disliked=message, bare_dislike=bare)
+    return render_to_string(
+        "chat/_compare.html",
+        {
+            "message": message,
+            "view": view,
+            "polls": polls,
+            "next_poll": polls + 1,
+            "gave_up": polls >= COMPARE_POLLS,
+            "error": error,
+        },
     )
 
 

@@ -14,5 +14,6 @@ urlpatterns = [
     path("<int:pk>/delete/", views.conversation_delete, name="delete"),
     path("<int:pk>/consent/", views.conversation_consent, name="consent"),
     path("messages/<int:pk>/feedback/", views.message_feedback, name="feedback"),
+    path("messages/<int:pk>/compare/", views.message_compare, name="compare"),
     path("messages/<int:pk>/select/", views.message_select, name="select"),
 ]

@@ -12,7 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from webapp.chat import services
@@ -31,6 +31,7 @@ from webapp.frontdoor.forms import (
     TrainConsentForm,
 )
 from webapp.frontdoor.selectors import page_transcript
+from webapp.learning.comparisons import ComparisonInvalid, alternatives_of, comparison_choose
 
 
 def _page_context(request: HttpRequest, current: Conversation | None = None) -> dict[str, object]:
@@ -186,3 +187,30 @@ def message_select(request: HttpRequest, pk: int) -> HttpResponse:
     return HttpResponse(
         fragments.render_transcript(conversation=message.conversation, viewer=request.user)
     )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def message_compare(request: HttpRequest, pk: int) -> HttpResponse:
+    """The 👎 panel's "Is one of these better?": GET shows where it stands, POST takes the
+    choice (``chosen``: an offered answer's id, or ``none``)."""
+    message = message_get_for_user(user=request.user, pk=pk)
+    error = ""
+    if request.method == "POST":
+        said = request.POST.get("chosen", "")
+        offered = {str(m.pk): m for m in alternatives_of(message)}
+        if said != "none" and said not in offered:
+            error = "That answer was not one of those offered."
+        else:
+            try:
+                comparison_choose(disliked=message, chosen=offered.get(said))
+            except ComparisonInvalid as exc:
+                error = str(exc)
+        if not request.htmx and not error:
+            return _back_to(message)
+    try:
+        polls = min(int(request.GET.get("poll", "0")), fragments.COMPARE_POLLS)
+    except ValueError:
+        polls = 0
+    html = fragments.render_compare(message=message, viewer=request.user, polls=polls, error=error)
+    return HttpResponse(html, status=400 if error and not request.htmx else 200)

@@ -83,6 +83,7 @@ class Judgement(models.Model):
         PRM = "prm"
         SESSION_END = "session_end"
         UNSEEN = "unseen"  # an answer the user never saw, beside one they disliked
+        CHOSEN = "chosen"  # one of those, which the user then chose over the disliked one
 
     message = models.ForeignKey("chat.Message", on_delete=models.CASCADE, related_name="judgements")
     fingerprint = models.CharField(max_length=64)
@@ -195,6 +196,27 @@ class Sample(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} sample of message {self.message_id} ({self.status})"
+
+
+class Comparison(models.Model):
+    """A person's answer to "is one of these better?": the answers sampled beside one they
+    disliked, shown side by side (``webapp.learning.comparisons``). ``chosen`` is empty when
+    none was better."""
+
+    disliked = models.OneToOneField(
+        "chat.Message", on_delete=models.CASCADE, related_name="comparison"
+    )
+    chosen = models.ForeignKey(
+        "chat.Message",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="chosen_in",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.chosen_id or 'none'} over message {self.disliked_id}"
 
 
 class LearningPreference(models.Model):

@@ -27,7 +27,7 @@ from webapp.learning.selectors import lineage_owner_id, sample_unused_reason
 
 TURNS_SHOWN = 200
 SAMPLES_SHOWN = 50
-FEEDBACK_KINDS = ("up", "down", "comments", "corrections", "next_state")
+FEEDBACK_KINDS = ("up", "down", "comments", "corrections", "next_state", "chosen")
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,7 @@ def feedback_taught(sample_ids: list[int]) -> dict[int, dict[str, int]]:
             "comments": int(given is not None and bool(given.comment)),
             "corrections": int(given is not None and bool(given.correction)),
             "next_state": int(sources.get(judgement_id) == Judgement.Source.PRM),
+            "chosen": int(sources.get(judgement_id) == Judgement.Source.CHOSEN),
         }
     return out
 

@@ -1,0 +1,67 @@
+"""After a bare 👎 the panel asks "Is one of these better?" with answers the model wrote in the
+background: in headless Chromium against the whole stack (the judge worker samples them from
+the real model), the person chooses one and it is kept as a +1 sample in the 👎's group."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.browser.conftest import CHROMIUM
+from tests.browser.test_chat_streaming import ANSWER_TIMEOUT_MS, answer_id, sign_up
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.stack,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium"),
+]
+
+
+def test_a_bare_thumbs_down_offers_other_answers_and_the_choice_is_learnt(stack, browser) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    page = context.new_page()
+    try:
+        sign_up(page, stack.web_url, "comparer")
+        page.fill("#composer-input", "Suggest a name for a cat.")
+        page.press("#composer-input", "Enter")
+        page.wait_for_url(re.compile(r"/chat/\d+/$"))
+        page.wait_for_selector(
+            "article.message.assistant.status-complete", timeout=ANSWER_TIMEOUT_MS
+        )
+        disliked = answer_id(page)
+        page.hover(f"#message-{disliked}")
+        page.click(f"#thumb-down-{disliked}")
+        compare = f"#compare-{disliked}"
+        page.wait_for_selector(f"{compare}:has-text('Writing other answers')")
+        page.wait_for_selector(
+            f"{compare}:has-text('Is one of these better?')", timeout=ANSWER_TIMEOUT_MS
+        )
+        offered = page.query_selector_all(f"{compare} li.alternative")
+        assert offered, "no answers offered"
+        texts = [item.inner_text() for item in offered]
+        assert all(text.strip() for text in texts)
+        choice = page.query_selector_all(f"{compare} li.alternative button")[-1]
+        choice.click()
+        page.wait_for_selector(f"{compare}:has-text('You chose answer {len(offered)} of')")
+        # They never enter the transcript: one answer, no sibling arrows.
+        assert len(page.query_selector_all("article.message.assistant")) == 1
+        assert page.query_selector(f"#message-{disliked} .siblings") is None
+        # Reopened later, the panel says what was chosen and asks nothing.
+        page.reload()
+        page.hover(f"#message-{disliked}")
+        page.click(f"#more-feedback-{disliked}")
+        page.wait_for_selector(f"{compare}:has-text('You chose answer')")
+        assert page.query_selector(f"{compare} li.alternative button") is None
+    finally:
+        context.close()
+    rows = stack.sql(
+        "SELECT s.reward, s.group_key, m.turn_type FROM learning_sample s"
+        " JOIN learning_judgement j ON j.id = s.judgement_id"
+        " JOIN chat_message m ON m.id = s.message_id WHERE j.source = 'chosen'"
+    )
+    assert len(rows) == 1 and rows[0][0] == 1.0 and rows[0][2] == "unseen"
+    (disliked_group,) = stack.sql(
+        "SELECT group_key FROM learning_sample WHERE message_id = %s AND reward = -1", (disliked,)
+    )
+    assert rows[0][1] == disliked_group[0]

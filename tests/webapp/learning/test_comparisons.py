@@ -1,0 +1,163 @@
+"""Is one of these better? After a bare 👎 the person compares the answers sampled beside the
+disliked one; the chosen one is a +1 sample in the disliked answer's group (a preference pair
+the update's group advantage trains). Real PostgreSQL, the real views; the model stubbed at the
+one call that samples the answers (as in test_alternatives)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from tests.webapp.learning.test_alternatives import NoModel, _answer, _sampled, queued
+from trainer.advantages import reward_advantages
+from trainer.batch import Sample as TrainerSample
+from trainer.config import UpdateConfig
+from webapp.chat import services
+from webapp.learning import alternatives
+from webapp.learning.comparisons import (
+    ComparisonInvalid,
+    alternatives_of,
+    comparison_choose,
+    comparison_view,
+)
+from webapp.learning.models import Comparison, Judgement, Sample
+from webapp.learning.workflows.judging import judge_message
+
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
+__all__ = ["queued"]  # the fixture, shared with test_alternatives
+
+
+@pytest.fixture
+def alice():
+    return get_user_model().objects.create_user("alice", password="pw-alice-1")
+
+
+@pytest.fixture
+def model(monkeypatch, queued) -> None:
+    async def sample(sample: Sample, n: int):
+        return _sampled(["Mushroom risotto.", "Lentil curry.", "Beef stew."])
+
+    monkeypatch.setattr(alternatives, "_sample", sample)
+
+
+def _disliked(user, *, sampled: bool = True):
+    answer = _answer(user)
+    services.feedback_set(message=answer, author=user, rating=-1)
+    judge_message(answer.pk, judge=NoModel())
+    sample = Sample.objects.get(message=answer, status="ready")
+    if sampled:
+        alternatives.alternatives_sample(sample_id=sample.pk)
+    return answer
+
+
+def test_the_chosen_answer_becomes_a_plus_one_sample_in_the_disliked_answers_group(
+    alice, model
+) -> None:
+    disliked = _disliked(alice)
+    offered = alternatives_of(disliked)
+    assert [m.content for m in offered] == ["Mushroom risotto.", "Lentil curry.", "Beef stew."]
+    comparison_choose(disliked=disliked, chosen=offered[1])
+    chosen = Sample.objects.get(message=offered[1], status="ready")
+    assert (chosen.reward, chosen.kind) == (1.0, "rl")
+    assert chosen.judgement.source == Judgement.Source.CHOSEN and chosen.judgement.score == 1
+    assert chosen.response_token_ids == offered[1].token_ids
+    superseded = Sample.objects.get(message=offered[1], status="superseded")
+    assert superseded.reward == 0.0 and "chosen" in superseded.exclusion_reason
+    group = Sample.objects.filter(group_key=chosen.group_key, status="ready")
+    rewards = sorted(s.reward for s in group)
+    assert rewards == [-1.0, 0.0, 0.0, 1.0]
+    view = comparison_view(disliked=disliked, bare_dislike=True)
+    assert (view.state, view.chosen_number) == ("done", 2)
+
+
+def test_the_pair_moves_the_model_from_the_disliked_answer_to_the_chosen_one(alice, model) -> None:
+    disliked = _disliked(alice)
+    offered = alternatives_of(disliked)
+    comparison_choose(disliked=disliked, chosen=offered[0])
+    group = Sample.objects.filter(message__parent=disliked.parent, status="ready")
+    rows = [
+        TrainerSample(
+            prompt_token_ids=s.prompt_token_ids,
+            response_token_ids=s.response_token_ids,
+            sampler_logprobs=s.response_logprobs,
+            reward=s.reward,
+            group_id=s.group_key,
+        )
+        for s in group
+    ]
+    advantages, _ = reward_advantages(UpdateConfig(), rows)
+    by_reward = dict(zip([r.reward for r in rows], advantages, strict=False))
+    assert by_reward[1.0] > 1.0 and by_reward[-1.0] < -1.0
+    assert by_reward[0.0] == 0.0
+    assert torch.isclose(torch.tensor(sum(advantages)), torch.tensor(0.0), atol=1e-5)
+
+
+def test_none_better_is_kept_and_changes_no_reward(alice, model) -> None:
+    disliked = _disliked(alice)
+    before = sorted(Sample.objects.filter(status="ready").values_list("reward", flat=True))
+    comparison_choose(disliked=disliked, chosen=None)
+    assert Comparison.objects.get(disliked=disliked).chosen is None
+    after = sorted(Sample.objects.filter(status="ready").values_list("reward", flat=True))
+    assert before == after == [-1.0, 0.0, 0.0, 0.0]
+    assert comparison_view(disliked=disliked, bare_dislike=True).state == "done"
+
+
+def test_one_choice_per_answer_and_only_among_those_offered(alice, model) -> None:
+    disliked = _disliked(alice)
+    other = _disliked(alice)
+    with pytest.raises(ComparisonInvalid, match="not one of those offered"):
+        comparison_choose(disliked=disliked, chosen=alternatives_of(other)[0])
+    comparison_choose(disliked=disliked, chosen=alternatives_of(disliked)[0])
+    with pytest.raises(ComparisonInvalid, match="already compared"):
+        comparison_choose(disliked=disliked, chosen=alternatives_of(disliked)[1])
+    assert Sample.objects.filter(reward=1.0).count() == 1
+
+
+def test_nothing_to_choose_before_the_answers_are_written(alice, model, settings) -> None:
+    disliked = _disliked(alice, sampled=False)
+    assert comparison_view(disliked=disliked, bare_dislike=True).state == "pending"
+    assert comparison_view(disliked=disliked, bare_dislike=False).state == "none"
+    with pytest.raises(ComparisonInvalid, match="no other answers"):
+        comparison_choose(disliked=disliked, chosen=None)
+    settings.DISLIKE_ALTERNATIVES = 0
+    assert comparison_view(disliked=disliked, bare_dislike=True).state == "none"
+
+
+def test_the_panel_offers_them_and_takes_the_choice(alice, model, client) -> None:
+    disliked = _disliked(alice)
+    client.force_login(alice)
+    url = reverse("chat:compare", args=[disliked.pk])
+    page = client.get(url, headers={"HX-Request": "true"}).content.decode()
+    assert "Is one of these better?" in page and "Lentil curry." in page
+    offered = alternatives_of(disliked)
+    done = client.post(url, {"chosen": offered[2].pk}, headers={"HX-Request": "true"})
+    assert done.status_code == 200
+    assert "You chose answer 3 of 3 over this one." in done.content.decode()
+    again = client.post(url, {"chosen": offered[0].pk}, headers={"HX-Request": "true"})
+    assert "You already compared these answers." in again.content.decode()
+    bad = client.post(url, {"chosen": "12x"}, headers={"HX-Request": "true"})
+    assert "That answer was not one of those offered." in bad.content.decode()
+    assert Sample.objects.filter(reward=1.0).count() == 1
+
+
+def test_the_panel_waits_for_the_answers_then_gives_up(alice, model, client) -> None:
+    disliked = _disliked(alice, sampled=False)
+    client.force_login(alice)
+    url = reverse("chat:compare", args=[disliked.pk])
+    waiting = client.get(url).content.decode()
+    assert "Writing other answers" in waiting and "poll=1" in waiting
+    given_up = client.get(url + "?poll=45").content.decode()
+    assert "No other answers could be written" in given_up and "hx-get" not in given_up
+    assert client.get(url + "?poll=x").status_code == 200
+
+
+def test_someone_elses_answer_is_not_found(alice, model, client) -> None:
+    disliked = _disliked(alice)
+    bob = get_user_model().objects.create_user("bob", password="pw-bob-1")
+    client.force_login(bob)
+    url = reverse("chat:compare", args=[disliked.pk])
+    assert client.get(url).status_code == 404
+    assert client.post(url, {"chosen": "none"}).status_code == 404
+    assert not Comparison.objects.exists()
