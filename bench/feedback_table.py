@@ -3,15 +3,16 @@
     python -m bench.feedback_table [--runs DIR ...] [--at 8 16] [--out FILE]
 
 Reads every replay run already written under ``--runs`` (``bench/results/replay-cpu`` by
-default, recursively), keeps those at today's defaults (``bench.sweep_labels.run_label`` says
-"defaults"; a run that changed a setting, or was scored or gated by older rules, is left out
-and counted), and prints one markdown table: a row per preference (formatting ones first, then
-content ones), a column per feedback kind, each cell the held-out score at the reported
-versions (mean ± half the range over the seeds run), the worst served perplexity ratio and the
-versions the gate refused. A cell with no run says so; a run that stopped before a reported
-version shows "–" there. Follow-ups in German or Chinese are columns of their own. Below the
-table, what went wrong in the runs: refused versions, the judge's unparsed and wrong votes,
-follow-ups that were new questions (no signal), and the comparisons where no answer was better.
+default, recursively; not the ``partial/`` files of runs in progress), keeps those at today's
+defaults (``bench.sweep_labels.run_label`` says "defaults"; a run that changed a setting, or
+was scored or gated by older rules, is left out and counted), and prints one markdown table: a
+row per preference (formatting ones first, then content ones), a column per feedback kind,
+each cell the held-out score at the reported versions (mean ± half the range over the seeds
+run), the worst served perplexity ratio and the versions the gate refused. A cell with no run
+says so; a run that stopped before a reported version shows "–" there. Follow-ups in German or
+Chinese are columns of their own. Below the table, what went wrong in the runs: refused
+versions, the judge's unparsed and wrong votes, follow-ups that were new questions (no
+signal), and the comparisons where no answer was better.
 
 It makes no runs: ``python -m bench.replay --name NAME --feedback KIND --versions 16 --seeds 0 1
 2`` makes a cell's (about 25-35 minutes a run on 2 cores). Runs from the `make run`
@@ -173,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="also write the table here")
     args = parser.parse_args(argv)
     loaded = []
-    for path in sorted(p for folder in args.runs for p in folder.rglob("replay-*.json")):
+    found = (p for folder in args.runs for p in folder.rglob("replay-*.json"))
+    for path in sorted(p for p in found if "partial" not in p.parts):  # runs in progress
         for run in load_runs([path]):
             loaded.append({**run, "_mtime": path.stat().st_mtime})
     kept = [run for run in loaded if at_defaults(run) and column_of(run) in FEEDBACK_COLUMNS]

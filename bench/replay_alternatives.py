@@ -1,9 +1,9 @@
 """The answers the webapp samples beside a bare 👎 (``webapp.learning.alternatives``), in the
 replay: the policy that wrote the disliked answer writes ``n`` more to its prompt, each a
 reward-0 sample in the 👎's group, so the update compares them (a GRPO group). With a
-``preference`` (the ``pairs`` feedback) the user compares them too, as the 👎 panel asks
-(``webapp.learning.comparisons``): the one they choose (``bench.simulated_user.choose``) is a
-+1 sample in the group."""
+``preference`` (the ``pairs`` feedback) the user compares them too, as the chat asks below a
+👎'd answer (``webapp.learning.comparisons``): the one they choose
+(``bench.simulated_user.choose``) is a +1 sample in the group."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 A user with one preference (``bench.preferences``) reacts to an answer in one of six ways:
 
 - ``thumbs``: 👍 when the answer meets the preference, 👎 when it misses (the RL-only signal);
-- ``pairs``: thumbs, and after a 👎 the comparison the 👎 panel offers ("Is one of these
+- ``pairs``: thumbs, and after a 👎 the comparison offered below the 👎'd answer ("Is one of them
   better?", ``webapp.learning.comparisons``): the first of the answers sampled beside it that
   meets the preference is chosen, or none (``choose``);
 - ``comments``: the same, plus the preference's comment on a miss;

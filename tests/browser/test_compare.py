@@ -1,6 +1,8 @@
-"""After a bare 👎 the panel asks "Is one of these better?" with answers the model wrote in the
+"""After a bare 👎 the answer asks "Is one of them better?" with answers the model wrote in the
 background: in headless Chromium against the whole stack (the judge worker samples them from
-the real model), the person chooses one and it is kept as a +1 sample in the 👎's group."""
+the real model), the person chooses one and it is kept as a +1 sample in the 👎's group.
+
+``PARLEY_SCREENSHOT_DIR``: where to save the screenshot docs/chat.md shows (not saved unset)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 
 from tests.browser.conftest import CHROMIUM
 from tests.browser.test_chat_streaming import ANSWER_TIMEOUT_MS, answer_id, sign_up
+from tests.browser.test_chat_ux import _shot
 
 pytestmark = [
     pytest.mark.browser,
@@ -32,25 +35,26 @@ def test_a_bare_thumbs_down_offers_other_answers_and_the_choice_is_learnt(stack,
         disliked = answer_id(page)
         page.hover(f"#message-{disliked}")
         page.click(f"#thumb-down-{disliked}")
+        page.wait_for_selector(f"#feedback-panel-{disliked}:has-text('What was wrong?')")
+        page.keyboard.press("Escape")  # nothing to add: a bare 👎
         compare = f"#compare-{disliked}"
         page.wait_for_selector(f"{compare}:has-text('Writing other answers')")
         page.wait_for_selector(
-            f"{compare}:has-text('Is one of these better?')", timeout=ANSWER_TIMEOUT_MS
+            f"{compare}:has-text('Is one of them better?')", timeout=ANSWER_TIMEOUT_MS
         )
         offered = page.query_selector_all(f"{compare} li.alternative")
         assert offered, "no answers offered"
         texts = [item.inner_text() for item in offered]
         assert all(text.strip() for text in texts)
+        _shot(page, "chat-compare")
         choice = page.query_selector_all(f"{compare} li.alternative button")[-1]
         choice.click()
         page.wait_for_selector(f"{compare}:has-text('You chose answer {len(offered)} of')")
         # They never enter the transcript: one answer, no sibling arrows.
         assert len(page.query_selector_all("article.message.assistant")) == 1
         assert page.query_selector(f"#message-{disliked} .siblings") is None
-        # Reopened later, the panel says what was chosen and asks nothing.
+        # Later, the answer says what was chosen and asks nothing.
         page.reload()
-        page.hover(f"#message-{disliked}")
-        page.click(f"#more-feedback-{disliked}")
         page.wait_for_selector(f"{compare}:has-text('You chose answer')")
         assert page.query_selector(f"{compare} li.alternative button") is None
     finally:

@@ -21,7 +21,7 @@ from webapp.frontdoor.selectors import PageEntry, page_entry, page_transcript
 from webapp.learning.comparisons import comparison_view
 
 COMPARE_POLLS = 45
-"""How many times (2 s apart) an open 👎 panel asks whether the answers to compare are written."""
+"""How many times (2 s apart) a 👎'd answer asks whether the answers to compare are written."""
 
 
 def feedback_context() -> dict[str, Any]:
@@ -42,14 +42,20 @@ def render_feedback(
     """The answer's feedback bar; ``panel_open``: with its panel (reasons, comment, the answer
     wanted) open, ``saved``: saying that what was written there is kept."""
     entry = page_entry(message=message, viewer=viewer)
-    return render_to_string(
+    bar = render_to_string(
         "chat/_feedback.html",
         {"entry": entry, "panel_open": panel_open, "saved": saved, **feedback_context()},
     )
+    # below the answer, out of band: what a 👎 offers to compare (or nothing, once withdrawn)
+    rating = entry.feedback.rating if entry.feedback is not None else 0
+    compare = render_to_string(
+        "chat/_compare_load.html", {"message": message, "rating": rating, "oob": True}
+    )
+    return bar + compare
 
 
 def render_compare(*, message: Message, viewer: Any, polls: int = 0, error: str = "") -> str:
-    """The 👎 panel's comparison: the answers sampled beside ``message`` to choose from, a
+    """Below a 👎'd answer, the comparison: the answers sampled beside ``message`` to choose from, a
     note while they are written (asked again ``polls`` times so far), or the choice made."""
     feedback = message.feedback.filter(author=viewer).first()
     bare = (

@@ -192,7 +192,7 @@ def message_select(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def message_compare(request: HttpRequest, pk: int) -> HttpResponse:
-    """The 👎 panel's "Is one of these better?": GET shows where it stands, POST takes the
+    """Below a 👎'd answer, "Is one of them better?": GET shows where it stands, POST takes the
     choice (``chosen``: an offered answer's id, or ``none``)."""
     message = message_get_for_user(user=request.user, pk=pk)
     error = ""

@@ -2,11 +2,12 @@
 
 A bare 👎 says an answer missed, not what would have hit. The version that wrote it writes
 ``PARLEY_DISLIKE_ALTERNATIVES`` more answers to the same prompt in the background
-(``webapp.learning.alternatives``); the 👎's panel then offers them: "Is one of these better?".
+(``webapp.learning.alternatives``); the answer then offers them, below its 👎: "Is one of them
+better?".
 An answer the person chooses gets a judgement of its own (source ``chosen``, +1) and a +1
 sample in the disliked answer's group, so the update's group advantage (GRPO) moves the model
 from the disliked answer toward the chosen one: a preference pair, with the other alternatives
-at 0 between them. "None is better" is kept too (the panel stops asking) and changes no
+at 0 between them. "None is better" is kept too (it is not asked again) and changes no
 reward. One comparison per disliked answer; it is final, as a vote in an arena is.
 """
 
@@ -50,7 +51,7 @@ def alternatives_of(disliked: Message) -> list[Message]:
 
 @dataclass(frozen=True)
 class ComparisonView:
-    """What the 👎 panel shows: the state, the answers offered and the choice made."""
+    """What a 👎'd answer shows below it: the state, the answers offered and the choice made."""
 
     state: State
     """none: nothing to compare (not a bare 👎, or turned off); pending: the answers are being

@@ -13,7 +13,7 @@ from typing import Any
 
 from webapp.chat.feedback_spec import feedback_state
 from webapp.chat.models import Conversation, Message
-from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
+from webapp.learning.models import Comparison, Judgement, PolicyVersion, Sample, TrainingUpdate
 
 
 def _message(message: Message) -> dict[str, Any]:
@@ -85,6 +85,17 @@ def judgement_records(judgements: Iterable[Judgement]) -> Iterator[dict[str, Any
             "next_state_text": j.next_state_text,
             "seconds": j.seconds,
             "created_at": j.created_at.isoformat(),
+        }
+
+
+def comparison_records(comparisons: Iterable[Comparison]) -> Iterator[dict[str, Any]]:
+    for c in comparisons:
+        yield {
+            "type": "comparison",
+            "id": c.pk,
+            "disliked_message_id": c.disliked_id,
+            "chosen_message_id": c.chosen_id,
+            "created_at": c.created_at.isoformat(),
         }
 
 
@@ -163,6 +174,7 @@ def export_all(*, owner: Any = None) -> Iterator[dict[str, Any]]:
     lineage (the shared lineage's versions and updates are not theirs: they are left out)."""
     conversations = Conversation.objects.select_related("owner").order_by("pk")
     judgements = Judgement.objects.order_by("pk")
+    comparisons = Comparison.objects.order_by("pk")
     samples = Sample.objects.select_related("policy_version").order_by("pk")
     versions = PolicyVersion.objects.select_related("owner", "parent").order_by("number")
     updates = TrainingUpdate.objects.select_related(
@@ -171,11 +183,13 @@ def export_all(*, owner: Any = None) -> Iterator[dict[str, Any]]:
     if owner is not None:
         conversations = conversations.filter(owner=owner)
         judgements = judgements.filter(message__conversation__owner=owner)
+        comparisons = comparisons.filter(disliked__conversation__owner=owner)
         samples = samples.filter(message__conversation__owner=owner)
         versions = versions.filter(owner=owner)
         updates = updates.filter(owner=owner)
     yield from conversation_records(conversations.iterator(chunk_size=200))
     yield from judgement_records(judgements.iterator(chunk_size=500))
+    yield from comparison_records(comparisons.iterator(chunk_size=500))
     yield from sample_records(samples.iterator(chunk_size=500))
     yield from version_records(versions.iterator(chunk_size=500))
     yield from update_records(updates.iterator(chunk_size=200))

@@ -1,4 +1,4 @@
-"""Is one of these better? After a bare 👎 the person compares the answers sampled beside the
+"""Is one of them better? After a bare 👎 the person compares the answers sampled beside the
 disliked one; the chosen one is a +1 sample in the disliked answer's group (a preference pair
 the update's group advantage trains). Real PostgreSQL, the real views; the model stubbed at the
 one call that samples the answers (as in test_alternatives)."""
@@ -130,7 +130,7 @@ def test_the_panel_offers_them_and_takes_the_choice(alice, model, client) -> Non
     client.force_login(alice)
     url = reverse("chat:compare", args=[disliked.pk])
     page = client.get(url, headers={"HX-Request": "true"}).content.decode()
-    assert "Is one of these better?" in page and "Lentil curry." in page
+    assert "Is one of them better?" in page and "Lentil curry." in page
     offered = alternatives_of(disliked)
     done = client.post(url, {"chosen": offered[2].pk}, headers={"HX-Request": "true"})
     assert done.status_code == 200
@@ -161,3 +161,19 @@ def test_someone_elses_answer_is_not_found(alice, model, client) -> None:
     assert client.get(url).status_code == 404
     assert client.post(url, {"chosen": "none"}).status_code == 404
     assert not Comparison.objects.exists()
+
+
+def test_my_data_exports_the_comparisons_and_only_mine(alice, model) -> None:
+    from webapp.learning.export import export_all
+
+    disliked = _disliked(alice)
+    comparison_choose(disliked=disliked, chosen=alternatives_of(disliked)[0])
+    bob = get_user_model().objects.create_user("bob")
+    other = _disliked(bob)
+    comparison_choose(disliked=other, chosen=None)
+    mine = [r for r in export_all(owner=alice) if r["type"] == "comparison"]
+    assert [(r["disliked_message_id"], r["chosen_message_id"]) for r in mine] == [
+        (disliked.pk, alternatives_of(disliked)[0].pk)
+    ]
+    everyone = [r for r in export_all() if r["type"] == "comparison"]
+    assert {r["chosen_message_id"] for r in everyone} == {alternatives_of(disliked)[0].pk, None}
