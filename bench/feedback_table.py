@@ -8,7 +8,8 @@ defaults (``bench.sweep_labels.run_label`` says "defaults"; a run that changed a
 was scored or gated by older rules, is left out and counted), and prints one markdown table: a
 row per preference (formatting ones first, then content ones), a column per feedback kind,
 each cell the held-out score at the reported versions (mean ± half the range over the seeds
-run), the worst served perplexity ratio and the versions the gate refused. A cell with no run
+run), the peak of the mean curve up to the last of them, the worst served perplexity ratio and
+the versions the gate refused. A cell with no run
 says so; a run that stopped before a reported version shows "–" there. Follow-ups in German or
 Chinese are columns of their own. Below the table, what went wrong in the runs: refused
 versions, the judge's unparsed and wrong votes, follow-ups that were new questions (no
@@ -107,7 +108,25 @@ def cell(runs: Sequence[dict[str, Any]], at: Sequence[int]) -> str:
     ]
     refused = sum(len(r["summary"].get("refused") or []) for r in runs)
     worst = f"{max(ratios):.2f}×" if ratios else "no ppl"
-    return f"{' / '.join(scores)} ({len(runs)}s, {worst}, {refused}r)"
+    peak, peak_at = _peak(runs, name, last=max(at))
+    return f"{' / '.join(scores)}, peak {peak:.2f}@v{peak_at} ({len(runs)}s, {worst}, {refused}r)"
+
+
+def _peak(runs: Sequence[dict[str, Any]], name: str, *, last: int) -> tuple[float, int]:
+    """The highest held-out score of the mean curve over the seeds (each version averaged over
+    the seeds that reached it), up to version ``last``, and the first version at it."""
+    curve = []
+    for version in range(len(max((r["versions"] for r in runs), key=len))):
+        if version > last:
+            break
+        values = [
+            r["versions"][version]["scores"][name]["held_out"]
+            for r in runs
+            if version < len(r["versions"])
+        ]
+        curve.append(statistics.fmean(values))
+    best = max(curve)
+    return best, curve.index(best)
 
 
 def problems(runs: Sequence[dict[str, Any]]) -> list[str]:
@@ -184,8 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     at_text = " / ".join(f"v{v}" for v in args.at)
     text = "\n".join(
         [
-            f"Held-out score at {at_text} (mean ± half the range over seeds; s seeds, the worst "
-            "served perplexity ratio to the base, r versions refused by the gate).",
+            f"Held-out score at {at_text} (mean ± half the range over seeds), the peak of the "
+            "mean curve and where (s seeds, the worst served perplexity ratio to the base, "
+            "r versions refused by the gate).",
             "",
             table(runs, args.at, preferences),
             "",

@@ -72,10 +72,10 @@ def test_a_cell_per_feedback_and_preference_with_what_went_wrong(tmp_path, capsy
     head = next(line for line in lines if line.startswith("| preference"))
     assert head == "| preference | base | thumbs | followups | followups/de |"
     sure = next(line for line in lines if line.startswith("| starts-with-sure (format)"))
-    assert "0.00 / 0.00 (1s, 1.01×, 0r)" in sure and "not run" in sure
+    assert "0.00 / 0.00, peak 0.00@v0 (1s, 1.01×, 0r)" in sure and "not run" in sure
     sam = next(line for line in lines if line.startswith("| call-me-sam (content)"))
     # v1 over three seeds, v2 over the two that got there; v2's perplexity missing: v1's kept
-    assert "0.58 ± 0.38 / 0.88 ± 0.12 (3s, 1.01×, 1r)" in sam
+    assert "0.58 ± 0.38 / 0.88 ± 0.12, peak 0.88@v2 (3s, 1.01×, 1r)" in sam
     assert "2 others left out" in text
     assert "- call-me-sam, followups: refused s1: v2; votes 12: 3 unparsed, 3 wrong;" in text
     assert "3 follow-ups were new questions" in text
