@@ -177,3 +177,18 @@ def test_my_data_exports_the_comparisons_and_only_mine(alice, model) -> None:
     ]
     everyone = [r for r in export_all() if r["type"] == "comparison"]
     assert {r["chosen_message_id"] for r in everyone} == {alternatives_of(disliked)[0].pk, None}
+
+
+def test_the_pair_is_trained_at_the_temperature_both_answers_were_sampled_at(
+    alice, model
+) -> None:
+    from webapp.learning.workflows.training import sample_rows
+
+    disliked = _disliked(alice)
+    offered = alternatives_of(disliked)
+    comparison_choose(disliked=disliked, chosen=offered[0])
+    assert offered[0].sampling_params == {"same_as": disliked.pk}
+    ready = Sample.objects.filter(status="ready").order_by("pk").values_list("pk", flat=True)
+    rows = sample_rows(list(ready))
+    assert sorted(row.reward for row in rows) == [-1.0, 0.0, 0.0, 1.0]
+    assert {row.temperature for row in rows} == {0.7}  # the 👎'd request's, not vLLM's 1

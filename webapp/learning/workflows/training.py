@@ -27,6 +27,7 @@ from django.conf import settings
 from django.db import connection
 
 from trainer.gate import GateThresholds
+from webapp.chat.models import Message
 from webapp.core.outbox import Task, enqueue
 from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.workflows import claiming, publishing
@@ -81,7 +82,8 @@ class SampleRow:
 
 def sample_rows(ids: Sequence[int]) -> list[SampleRow]:
     """The samples with these ids that have tokens, in id order."""
-    samples = Sample.objects.filter(pk__in=list(ids)).select_related("message").order_by("pk")
+    samples = list(Sample.objects.filter(pk__in=list(ids)).select_related("message").order_by("pk"))
+    params = _sampling_params([sample.message for sample in samples])
     return [
         SampleRow(
             prompt_messages=sample.prompt_messages,
@@ -92,12 +94,25 @@ def sample_rows(ids: Sequence[int]) -> list[SampleRow]:
             hint=sample.hint or None,
             correction=sample.correction,
             group_id=sample.group_key or None,
-            tools=sample.message.sampling_params.get("tools") or None,
-            temperature=_temperature(sample.message.sampling_params),
+            tools=params[sample.message_id].get("tools") or None,
+            temperature=_temperature(params[sample.message_id]),
         )
         for sample in samples
         if sample.prompt_token_ids and sample.response_token_ids
     ]
+
+
+def _sampling_params(messages: Sequence[Message]) -> dict[int, dict[str, Any]]:
+    """Each answer's request parameters: its own, or for an answer stored with
+    ``{"same_as": id}`` (a sibling from the same request, an answer sampled beside a 👎) those
+    of the answer it names, so a sibling is scored at the temperature it was sampled at."""
+    named = {m.sampling_params.get("same_as") for m in messages} - {None}
+    first = dict(Message.objects.filter(pk__in=named).values_list("pk", "sampling_params"))
+    out = {}
+    for message in messages:
+        same_as = message.sampling_params.get("same_as")
+        out[message.pk] = (first.get(same_as) or {}) if same_as else message.sampling_params
+    return out
 
 
 def _temperature(params: dict[str, Any]) -> float:
