@@ -179,9 +179,7 @@ def test_my_data_exports_the_comparisons_and_only_mine(alice, model) -> None:
     assert {r["chosen_message_id"] for r in everyone} == {alternatives_of(disliked)[0].pk, None}
 
 
-def test_the_pair_is_trained_at_the_temperature_both_answers_were_sampled_at(
-    alice, model
-) -> None:
+def test_the_pair_is_trained_at_the_temperature_both_answers_were_sampled_at(alice, model) -> None:
     from webapp.learning.workflows.training import sample_rows
 
     disliked = _disliked(alice)
