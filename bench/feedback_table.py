@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             table(runs, args.at, preferences),
             "",
             f"{len(runs)} runs at the defaults ({len(loaded) - len(kept)} others left out: "
-            "changed settings or older rules).",
+            "changed settings, older rules, or a feedback kind not in the table).",
             *problems(runs),
         ]
     )

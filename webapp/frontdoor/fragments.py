@@ -54,16 +54,10 @@ def render_feedback(
     return bar + compare
 
 
-def render_compare(*, message: Message, viewer: Any, polls: int = 0, error: str = "") -> str:
+def render_compare(*, message: Message, polls: int = 0, error: str = "") -> str:
     """Below a 👎'd answer, the comparison: the answers sampled beside ``message`` to choose from, a
     note while they are written (asked again ``polls`` times so far), or the choice made."""
-    feedback = message.feedback.filter(author=viewer).first()
-    bare = (
-        feedback is not None
-        and feedback.rating == -1
-        and not (feedback.comment or feedback.correction or feedback.tags)
-    )
-    view = comparison_view(disliked=message, bare_dislike=bare)
+    view = comparison_view(disliked=message)
     return render_to_string(
         "chat/_compare.html",
         {

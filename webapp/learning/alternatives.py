@@ -40,6 +40,30 @@ def unseen_fingerprint(disliked_id: int) -> str:
     return f"unseen beside {disliked_id}"
 
 
+def chosen_fingerprint(disliked_id: int) -> str:
+    """The evidence an unseen answer the person chose is judged on: the comparison with the
+    one they disliked (``webapp.learning.comparisons``)."""
+    return f"chosen over {disliked_id}"
+
+
+def alternative_params(message: Message, n: int) -> dict[str, float | int]:
+    """How the answers beside ``message`` are sampled, stored on each so it is trained at the
+    temperature it was drawn at: the disliked request's length and temperature, the chat's
+    temperature where that request was greedy or gave none (n greedy answers would be one).
+
+    >>> alternative_params(Message(sampling_params={"temperature": 0.9, "max_tokens": 50}), 3)
+    {'max_tokens': 50, 'temperature': 0.9, 'n': 3}
+    """
+    params = message.sampling_params
+    temperature = params.get("temperature")
+    if not (isinstance(temperature, int | float) and temperature > 0):
+        temperature = settings.CHAT_TEMPERATURE
+    max_tokens = params.get("max_tokens")
+    if not (isinstance(max_tokens, int) and max_tokens > 0):
+        max_tokens = settings.CHAT_MAX_TOKENS
+    return {"max_tokens": max_tokens, "temperature": float(temperature), "n": n}
+
+
 def is_bare_dislike(sample: Sample) -> bool:
     """A 👎 (or a −1 verdict) on a main answer with nothing said: no hint, no correction."""
     return sample.message.turn_type == Message.TurnType.MAIN and bare_dislike(
@@ -64,11 +88,7 @@ def alternatives_queue(*, sample: Sample) -> None:
 async def _sample(sample: Sample, n: int) -> CompletionAccumulator:
     message = sample.message
     version = message.policy_version
-    params = {
-        "max_tokens": int(message.sampling_params.get("max_tokens") or settings.CHAT_MAX_TOKENS),
-        "temperature": float(message.sampling_params.get("temperature", settings.CHAT_TEMPERATURE)),
-        "n": n,
-    }
+    params = alternative_params(message, n)
     accumulator = CompletionAccumulator()
     stream = stream_chat(
         sample.prompt_messages,
@@ -131,7 +151,11 @@ def alternatives_record(
             prompt_token_ids=prompt_token_ids or disliked.prompt_token_ids,
             policy_version=disliked.policy_version,
             served_model=disliked.served_model,
-            sampling_params={"same_as": disliked.pk},
+            sampling_params={
+                **alternative_params(disliked, 1),
+                "n": len(results),
+                "beside": disliked.pk,
+            },
             finish_reason=result.finish_reason or "",
         )
         judgement = Judgement.objects.create(

@@ -8,7 +8,10 @@ An answer the person chooses gets a judgement of its own (source ``chosen``, +1)
 sample in the disliked answer's group, so the update's group advantage (GRPO) moves the model
 from the disliked answer toward the chosen one: a preference pair, with the other alternatives
 at 0 between them. "None is better" is kept too (it is not asked again) and changes no
-reward. One comparison per disliked answer; it is final, as a vote in an arena is.
+reward. One comparison per disliked answer; it is final, as a vote in an arena is. It is
+offered only while the 👎's group waits for its update (trained, there is no pair left to
+train) and while the 👎 is still bare; a 👎 withdrawn later takes the chosen sample with it
+(``webapp.learning.services.message_judging_skip``).
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from typing import Literal
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from webapp.chat.models import Message
+from webapp.chat.models import Feedback, Message
 from webapp.core.outbox import Task, enqueue
+from webapp.learning.alternatives import chosen_fingerprint
 from webapp.learning.models import Comparison, Judgement, Sample
 from webapp.learning.notify import push_learning_status
 
@@ -30,16 +34,15 @@ State = Literal["none", "pending", "ready", "done"]
 
 
 class ComparisonInvalid(ValueError):
-    """The choice cannot be taken (not an answer offered, or already chosen): say why."""
-
-
-def chosen_fingerprint(disliked_id: int) -> str:
-    """The evidence a chosen answer is judged on: the comparison with the one disliked."""
-    return f"chosen over {disliked_id}"
+    """The choice cannot be taken (not an answer offered, no longer a bare 👎, already chosen,
+    or the 👎 already trained): say why."""
 
 
 def alternatives_of(disliked: Message) -> list[Message]:
-    """The answers sampled beside ``disliked``, oldest first: what the comparison offers."""
+    """The answers sampled beside ``disliked``, oldest first: what the comparison offers.
+
+    They are its prompt's hidden siblings, so a regenerated answer to the same message that is
+    disliked too is offered the same ones (they answer the same prompt)."""
     return list(
         Message.objects.filter(
             conversation_id=disliked.conversation_id,
@@ -49,13 +52,36 @@ def alternatives_of(disliked: Message) -> list[Message]:
     )
 
 
+def is_bare_dislike(message: Message) -> bool:
+    """Whether the owner's feedback on this main answer is a 👎 and nothing more (no tag,
+    comment or answer): the only feedback the alternatives are written for."""
+    if not message.is_assistant or message.turn_type != Message.TurnType.MAIN:
+        return False
+    feedback = Feedback.objects.filter(
+        message=message, author_id=message.conversation.owner_id
+    ).first()
+    return (
+        feedback is not None
+        and feedback.rating == -1
+        and not (feedback.comment or feedback.correction or feedback.tags)
+    )
+
+
+def _dislike_waiting(disliked: Message) -> bool:
+    """The 👎's sample is ready (its group not trained yet), or the 👎 is not judged yet."""
+    samples = Sample.objects.filter(message=disliked)
+    if samples.filter(status=Sample.Status.READY).exists():
+        return True
+    return not samples.exists() and not Judgement.objects.filter(message=disliked).exists()
+
+
 @dataclass(frozen=True)
 class ComparisonView:
     """What a 👎'd answer shows below it: the state, the answers offered and the choice made."""
 
     state: State
-    """none: nothing to compare (not a bare 👎, or turned off); pending: the answers are being
-    written; ready: offered; done: compared."""
+    """none: nothing to compare (not a bare 👎, turned off, no consent, or the 👎's group
+    already trained); pending: the answers are being written; ready: offered; done: compared."""
     alternatives: list[Message]
     comparison: Comparison | None = None
 
@@ -67,33 +93,50 @@ class ComparisonView:
         return numbers.get(chosen) if chosen is not None else None
 
 
-def comparison_view(*, disliked: Message, bare_dislike: bool) -> ComparisonView:
-    """Where the comparison of ``disliked`` stands; ``bare_dislike``: its owner's feedback is
-    a 👎 and nothing more (the alternatives are written for those only)."""
+def comparison_view(*, disliked: Message) -> ComparisonView:
+    """Where the comparison of ``disliked`` stands."""
     comparison = Comparison.objects.filter(disliked=disliked).select_related("chosen").first()
-    alternatives = alternatives_of(disliked)
     if comparison is not None:
-        return ComparisonView("done", alternatives, comparison)
-    if alternatives and bare_dislike:
-        return ComparisonView("ready", alternatives)
-    if bare_dislike and settings.DISLIKE_ALTERNATIVES > 0 and disliked.conversation.train_consent:
-        return ComparisonView("pending", [])
-    return ComparisonView("none", [])
+        return ComparisonView("done", alternatives_of(disliked), comparison)
+    offered = (
+        settings.DISLIKE_ALTERNATIVES > 0
+        and disliked.conversation.train_consent
+        and is_bare_dislike(disliked)
+        and _dislike_waiting(disliked)
+    )
+    if not offered:
+        return ComparisonView("none", [])
+    alternatives = alternatives_of(disliked)
+    return ComparisonView("ready" if alternatives else "pending", alternatives)
 
 
 @transaction.atomic
 def comparison_choose(*, disliked: Message, chosen: Message | None) -> Comparison:
     """Record that ``chosen`` (one of ``alternatives_of(disliked)``, or None: none was better)
     is better than ``disliked``; a chosen answer becomes a +1 sample in the disliked answer's
-    group. ComparisonInvalid when it was not offered or a choice was already made."""
-    Message.objects.select_for_update().get(pk=disliked.pk)
+    group, trained with it. ComparisonInvalid when the comparison is not offered any more
+    (``comparison_view`` is not "ready"), the answer was not offered, or a choice was made."""
+    disliked = (
+        Message.objects.select_for_update(of=("self",))
+        .select_related("conversation")
+        .get(pk=disliked.pk)
+    )
     if Comparison.objects.filter(disliked=disliked).exists():
         raise ComparisonInvalid("You already compared these answers.")
-    offered = {m.pk: m for m in alternatives_of(disliked)}
-    if not offered:
-        raise ComparisonInvalid("There are no other answers to compare with this one yet.")
+    view = comparison_view(disliked=disliked)
+    if view.state != "ready":
+        raise ComparisonInvalid(
+            "There are no other answers to compare with this one"
+            + (" yet." if view.state == "pending" else ".")
+        )
+    offered = {m.pk: m for m in view.alternatives}
     if chosen is not None and chosen.pk not in offered:
         raise ComparisonInvalid("That answer was not one of those offered.")
+    if (
+        chosen is not None
+        and not Sample.objects.filter(message_id=chosen.pk, status=Sample.Status.READY).exists()
+    ):
+        raise ComparisonInvalid("That answer was already learnt from with the 👎.")
     try:
         with transaction.atomic():
             comparison = Comparison.objects.create(disliked=disliked, chosen=chosen)
@@ -106,8 +149,8 @@ def comparison_choose(*, disliked: Message, chosen: Message | None) -> Compariso
 
 
 def _chosen_sample(*, disliked: Message, chosen: Message) -> None:
-    """The chosen answer's +1 judgement and sample (its reward-0 sample superseded)."""
-    unseen = Sample.objects.filter(message=chosen).order_by("-created_at").first()
+    """The chosen answer's +1 judgement and sample, in place of its ready reward-0 one."""
+    unseen = Sample.objects.get(message=chosen, status=Sample.Status.READY)
     judgement = Judgement.objects.create(
         message=chosen,
         fingerprint=chosen_fingerprint(disliked.pk),
@@ -115,12 +158,11 @@ def _chosen_sample(*, disliked: Message, chosen: Message) -> None:
         score=1,
         prompt_version=COMPARISON_VERSION,
     )
-    if unseen is None or not disliked.conversation.train_consent:
-        return
-    Sample.objects.filter(message=chosen, status=Sample.Status.READY).update(
-        status=Sample.Status.SUPERSEDED,
-        exclusion_reason=f"superseded by judgement {judgement.pk}: chosen over the disliked answer",
+    unseen.status = Sample.Status.SUPERSEDED
+    unseen.exclusion_reason = (
+        f"superseded by judgement {judgement.pk}: chosen over the disliked answer"
     )
+    unseen.save(update_fields=["status", "exclusion_reason"])
     Sample.objects.create(
         message=chosen,
         judgement=judgement,

@@ -26,7 +26,11 @@ from webapp.chat.feedback_spec import feedback_state
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.chat.selectors import prompt_path
 from webapp.core.outbox import Task, enqueue, enqueue_each
-from webapp.learning.alternatives import alternatives_queue, unseen_fingerprint
+from webapp.learning.alternatives import (
+    alternatives_queue,
+    chosen_fingerprint,
+    unseen_fingerprint,
+)
 from webapp.learning.models import Judgement, Sample
 from webapp.learning.notify import push_learning_status
 from webapp.learning.selectors import lineage_owner_id, policy_version_live, versions_behind
@@ -297,9 +301,10 @@ def message_judging_skip(
     message.save(update_fields=["judging_skip_reason"])
     if reason == NO_SIGNAL:
         # The feedback was withdrawn: what it made is not trained (nor what was sampled beside
-        # a 👎 to compare it with).
+        # a 👎 to compare it with, nor the one chosen among those).
+        beside = [unseen_fingerprint(message_id), chosen_fingerprint(message_id)]
         Sample.objects.filter(
-            Q(message_id=message_id) | Q(judgement__fingerprint=unseen_fingerprint(message_id)),
+            Q(message_id=message_id) | Q(judgement__fingerprint__in=beside),
             status=Sample.Status.READY,
         ).update(status=Sample.Status.SUPERSEDED, exclusion_reason="the feedback was withdrawn")
     return True

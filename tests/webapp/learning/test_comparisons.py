@@ -68,7 +68,7 @@ def test_the_chosen_answer_becomes_a_plus_one_sample_in_the_disliked_answers_gro
     group = Sample.objects.filter(group_key=chosen.group_key, status="ready")
     rewards = sorted(s.reward for s in group)
     assert rewards == [-1.0, 0.0, 0.0, 1.0]
-    view = comparison_view(disliked=disliked, bare_dislike=True)
+    view = comparison_view(disliked=disliked)
     assert (view.state, view.chosen_number) == ("done", 2)
 
 
@@ -101,7 +101,7 @@ def test_none_better_is_kept_and_changes_no_reward(alice, model) -> None:
     assert Comparison.objects.get(disliked=disliked).chosen is None
     after = sorted(Sample.objects.filter(status="ready").values_list("reward", flat=True))
     assert before == after == [-1.0, 0.0, 0.0, 0.0]
-    assert comparison_view(disliked=disliked, bare_dislike=True).state == "done"
+    assert comparison_view(disliked=disliked).state == "done"
 
 
 def test_one_choice_per_answer_and_only_among_those_offered(alice, model) -> None:
@@ -117,12 +117,39 @@ def test_one_choice_per_answer_and_only_among_those_offered(alice, model) -> Non
 
 def test_nothing_to_choose_before_the_answers_are_written(alice, model, settings) -> None:
     disliked = _disliked(alice, sampled=False)
-    assert comparison_view(disliked=disliked, bare_dislike=True).state == "pending"
-    assert comparison_view(disliked=disliked, bare_dislike=False).state == "none"
-    with pytest.raises(ComparisonInvalid, match="no other answers"):
+    assert comparison_view(disliked=disliked).state == "pending"
+    with pytest.raises(ComparisonInvalid, match="no other answers to compare with this one yet"):
         comparison_choose(disliked=disliked, chosen=None)
     settings.DISLIKE_ALTERNATIVES = 0
-    assert comparison_view(disliked=disliked, bare_dislike=True).state == "none"
+    assert comparison_view(disliked=disliked).state == "none"
+
+
+def test_only_a_bare_thumbs_down_still_waiting_for_its_update_is_offered(alice, model) -> None:
+    disliked = _disliked(alice)
+    services.feedback_set(message=disliked, author=alice, comment="Too meaty.")
+    assert comparison_view(disliked=disliked).state == "none"  # words say more than a pair
+    with pytest.raises(ComparisonInvalid):
+        comparison_choose(disliked=disliked, chosen=alternatives_of(disliked)[0])
+    question = disliked.parent  # the user's own message is no answer to compare
+    assert comparison_view(disliked=question).state == "none"
+    trained = _disliked(alice)
+    Sample.objects.filter(message__parent=trained.parent).update(status="consumed")
+    assert comparison_view(disliked=trained).state == "none"  # its group is trained: too late
+    with pytest.raises(ComparisonInvalid):
+        comparison_choose(disliked=trained, chosen=alternatives_of(trained)[0])
+    assert not Comparison.objects.exists() and not Sample.objects.filter(reward=1.0).exists()
+
+
+def test_a_thumbs_down_withdrawn_after_the_choice_takes_the_chosen_sample_with_it(
+    alice, model
+) -> None:
+    disliked = _disliked(alice)
+    comparison_choose(disliked=disliked, chosen=alternatives_of(disliked)[1])
+    services.feedback_set(message=disliked, author=alice, rating=0)
+    judge_message(disliked.pk, judge=NoModel())
+    assert not Sample.objects.filter(status="ready").exists()
+    chosen = Sample.objects.get(reward=1.0)
+    assert chosen.status == "superseded" and chosen.exclusion_reason == "the feedback was withdrawn"
 
 
 def test_the_panel_offers_them_and_takes_the_choice(alice, model, client) -> None:
@@ -185,8 +212,30 @@ def test_the_pair_is_trained_at_the_temperature_both_answers_were_sampled_at(ali
     disliked = _disliked(alice)
     offered = alternatives_of(disliked)
     comparison_choose(disliked=disliked, chosen=offered[0])
-    assert offered[0].sampling_params == {"same_as": disliked.pk}
+    assert offered[0].sampling_params == {
+        "max_tokens": 64,
+        "temperature": 0.7,  # the 👎'd request's
+        "n": 3,
+        "beside": disliked.pk,
+    }
     ready = Sample.objects.filter(status="ready").order_by("pk").values_list("pk", flat=True)
     rows = sample_rows(list(ready))
     assert sorted(row.reward for row in rows) == [-1.0, 0.0, 0.0, 1.0]
     assert {row.temperature for row in rows} == {0.7}  # the 👎'd request's, not vLLM's 1
+
+
+def test_a_greedy_or_unset_request_gets_alternatives_at_the_chats_temperature(
+    alice, model, settings
+) -> None:
+    from webapp.learning.workflows.training import sample_rows
+
+    answer = _answer(alice)
+    answer.sampling_params = {"temperature": 0}  # greedy: n answers would be one
+    answer.save(update_fields=["sampling_params"])
+    services.feedback_set(message=answer, author=alice, rating=-1)
+    judge_message(answer.pk, judge=NoModel())
+    alternatives.alternatives_sample(sample_id=Sample.objects.get(message=answer).pk)
+    offered = alternatives_of(answer)
+    assert {m.sampling_params["temperature"] for m in offered} == {settings.CHAT_TEMPERATURE}
+    rows = sample_rows([s.pk for s in Sample.objects.filter(message__in=offered)])
+    assert {row.temperature for row in rows} == {settings.CHAT_TEMPERATURE}
