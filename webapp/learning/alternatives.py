@@ -151,11 +151,7 @@ def alternatives_record(
             prompt_token_ids=prompt_token_ids or disliked.prompt_token_ids,
             policy_version=disliked.policy_version,
             served_model=disliked.served_model,
-            sampling_params={
-                **alternative_params(disliked, 1),
-                "n": len(results),
-                "beside": disliked.pk,
-            },
+            sampling_params={**alternative_params(disliked, len(results)), "beside": disliked.pk},
             finish_reason=result.finish_reason or "",
         )
         judgement = Judgement.objects.create(

@@ -52,7 +52,7 @@ def alternatives_of(disliked: Message) -> list[Message]:
     )
 
 
-def is_bare_dislike(message: Message) -> bool:
+def owner_gave_bare_dislike(message: Message) -> bool:
     """Whether the owner's feedback on this main answer is a 👎 and nothing more (no tag,
     comment or answer): the only feedback the alternatives are written for."""
     if not message.is_assistant or message.turn_type != Message.TurnType.MAIN:
@@ -101,7 +101,7 @@ def comparison_view(*, disliked: Message) -> ComparisonView:
     offered = (
         settings.DISLIKE_ALTERNATIVES > 0
         and disliked.conversation.train_consent
-        and is_bare_dislike(disliked)
+        and owner_gave_bare_dislike(disliked)
         and _dislike_waiting(disliked)
     )
     if not offered:
