@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, record
-from bench.replay_options import default_model_dir, torch_threads
+from bench.replay_options import default_model_dir
+from trainer.threads import torch_threads
 
 CASES = [
     ROOT / "bench" / "data" / name

@@ -34,7 +34,8 @@ from bench.common import ROOT, record
 from bench.preferences import Preference, load_preferences, load_prompts
 from bench.replay import run_replay
 from bench.replay_figures import MODE, plot_if_possible, write_figures
-from bench.replay_options import ReplayOptions, add_common_arguments, base_options, torch_threads
+from bench.replay_options import ReplayOptions, add_common_arguments, base_options
+from trainer.threads import torch_threads
 
 BLEED_LIMIT = 0.1
 TARGET = 0.8

@@ -61,7 +61,6 @@ from bench.replay_options import (
     add_common_arguments,
     base_options,
     parse_overrides,
-    torch_threads,
     update_config,
 )
 from bench.simulated_user import FEEDBACK_KINDS, judged_sample, react
@@ -70,6 +69,7 @@ from trainer.algorithms import ALGORITHMS
 from trainer.claim import ClaimRules, claim
 from trainer.gate import GateThresholds
 from trainer.refusals import MAX_REFUSALS, REFUSAL_LR_FACTOR, backed_off_lr, is_excluded
+from trainer.threads import torch_threads
 
 
 def gate(probe: dict[str, float], base_probe: dict[str, float], options: ReplayOptions) -> Any:

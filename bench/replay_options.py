@@ -5,11 +5,10 @@ and the trainer's config for a run."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,20 +118,6 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             overrides[key] = text
     return overrides
-
-
-@contextlib.contextmanager
-def torch_threads(count: int) -> Iterator[None]:
-    """torch's intra-op threads set to ``count`` (0: unchanged) for the block, then restored."""
-    import torch
-
-    previous = torch.get_num_threads()
-    if count:
-        torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:

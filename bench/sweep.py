@@ -40,12 +40,12 @@ from bench.replay_options import (
     add_common_arguments,
     base_options,
     parse_overrides,
-    torch_threads,
 )
 from bench.simulated_user import FEEDBACK_KINDS
 from bench.sweep_labels import run_label as run_label  # read here by the sweep's tests
 from bench.sweep_labels import settings_label
 from bench.sweep_table import cell_row, collect, load_runs, markdown, plot_rows
+from trainer.threads import torch_threads
 
 REPLAY_SETTINGS = ("batch_size", "max_degenerate_extra", "probe_tokens", "gate_max_ppl_ratio")
 REPLAY_SETTINGS += ("max_repeating_extra", "holdout", "fresh")

@@ -28,7 +28,8 @@ from typing import Any
 from bench.answering import generate, load_serving_model
 from bench.common import ROOT, record
 from bench.preferences import Preference, load_preferences, load_prompts, prompts_for
-from bench.replay_options import ANSWER_TOKENS, default_model_dir, torch_threads
+from bench.replay_options import ANSWER_TOKENS, default_model_dir
+from trainer.threads import torch_threads
 
 SPLITS = ("train", "held_out", "held_out_other")
 HINTS = ("comment", "followups")

@@ -220,3 +220,33 @@ def test_a_failed_stacked_run_fails_every_update_in_it_and_keeps_their_samples(
         update.refresh_from_db()
         assert update.status == TrainingUpdate.Status.FAILED and "out of memory" in update.error
     assert Sample.objects.filter(status=Sample.Status.READY).count() == 4
+
+
+def test_a_newcomers_first_version_goes_before_a_routine_update(settings, alice, bob) -> None:
+    """Alice has a version of her own and her next batch has waited 5 minutes; bob has none
+    and his first batch is 1 minute old: bob's update goes first."""
+    settings.TRAIN_WORKERS = 1
+    user_samples(alice, 2)
+    (first,) = claiming.training_updates_queue()
+    training.train_update(first.pk, run=FakeRun(), push=FakePush())
+    _aged(user_samples(alice, 2), 5 / 60)
+    TrainingUpdate.objects.filter(pk=first.pk).update(
+        created_at=first.created_at - timedelta(minutes=10)
+    )
+    _aged(user_samples(bob, 2), 1 / 60)
+    (update,) = claiming.training_updates_queue()
+    assert update.owner == bob
+
+
+def test_feedback_waiting_past_the_bound_goes_before_a_newcomer(settings, alice, bob) -> None:
+    settings.TRAIN_WORKERS, settings.TRAIN_OVERDUE_S = 1, 600
+    user_samples(alice, 2)
+    (first,) = claiming.training_updates_queue()
+    training.train_update(first.pk, run=FakeRun(), push=FakePush())
+    TrainingUpdate.objects.filter(pk=first.pk).update(
+        created_at=first.created_at - timedelta(minutes=30)
+    )
+    _aged(user_samples(alice, 2), 20 / 60)  # 20 minutes: past the 10-minute bound
+    _aged(user_samples(bob, 2), 1 / 60)
+    (update,) = claiming.training_updates_queue()
+    assert update.owner == alice

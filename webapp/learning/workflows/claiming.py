@@ -13,11 +13,13 @@ reads the rows they apply to from PostgreSQL and writes what they chose.
   the trigger and the batch leave them out until they resume.
 - Lineages: with ``PARLEY_LEARNING_SCOPE=user`` the trigger counts each user's samples apart and
   an update trains one user's samples into that user's lineage. Among lineages with a due
-  batch and no update running, the one whose feedback has waited longest goes first, a wait
-  counted from the feedback's arrival or from the lineage's last update, whichever is later
-  (feedback that arrived before that update was the lineage's turn, and the batch size left it
-  out). So nobody's flood of feedback delays another user's update by more than one update of
-  theirs. With ``shared``, one lineage trains on everyone's.
+  batch and no update running, the order is ``trainer.turn_order``'s: anyone whose feedback
+  has waited past ``PARLEY_TRAIN_OVERDUE_S``, then newcomers (their first version), then the
+  longest wait, a wait counted from the feedback's arrival or from the lineage's last update,
+  whichever is later (feedback that arrived before that update was the lineage's turn, and the
+  batch size left it out). So nobody's flood of feedback delays another user's update by more
+  than one update of theirs, and a newcomer's first version never queues behind routine ones.
+  With ``shared``, one lineage trains on everyone's.
 - The claim fixes the batch, the fresh samples left for the next update and the held-back ones
   the gate scores, in the update's summary. Samples are marked consumed only when the finished
   update is recorded (``workflows.publishing``), so a crashed update leaves them ready.
@@ -51,8 +53,9 @@ from trainer.claim import (
 )
 from trainer.config import UpdateConfig
 from trainer.refusals import backed_off_lr
+from trainer.turn_order import LineageWait, next_lineage
 from webapp.core.outbox import Task, enqueue
-from webapp.learning.models import Sample, TrainingUpdate
+from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.preferences import learning_paused
 from webapp.learning.selectors import policy_version_live, unused_by_algorithm
 
@@ -186,12 +189,27 @@ def lineage_waits(*, force: bool = False) -> dict[int | None, Any]:
 
 def next_lineage_owner(*, force: bool = False) -> int | None:
     """The user whose update goes next (``PARLEY_LEARNING_SCOPE=user``), or None if no
-    lineage without a running update has a due batch: the one whose feedback has waited
-    longest (``lineage_waits``)."""
+    lineage without a running update has a due batch, in ``trainer.turn_order``'s order:
+    anyone waiting past ``PARLEY_TRAIN_OVERDUE_S``, then newcomers (no version of their own
+    published yet), then the longest wait (``lineage_waits``)."""
     waits = lineage_waits(force=force)
     if not waits:
         return None
-    return min(waits, key=lambda owner: (waits[owner], owner or 0))
+    published = set(
+        PolicyVersion.objects.filter(owner_id__in=list(waits), published_at__isnull=False)
+        .values_list("owner_id", flat=True)
+        .distinct()
+    )
+    now = timezone.now()
+    return next_lineage(
+        {
+            owner: LineageWait(
+                waited_s=(now - since).total_seconds(), has_version=owner in published
+            )
+            for owner, since in waits.items()
+        },
+        overdue_s=settings.TRAIN_OVERDUE_S,
+    )
 
 
 def train_slots() -> int:

@@ -25,6 +25,7 @@ def train_and_gate_together(
     from trainer.config import config_from_dict
     from trainer.multi_person import PersonJob
     from trainer.pipeline import train_and_probe_together
+    from trainer.threads import torch_threads
 
     base_model_dir = jobs[0].base_model_dir
     tokenizer = AutoTokenizer.from_pretrained(str(base_model_dir))
@@ -42,14 +43,15 @@ def train_and_gate_together(
         for job in jobs
     ]
     summaries: dict[int, dict[str, Any]] = {}
-    for index, metrics in train_and_probe_together(
-        people,
-        base_model_dir=base_model_dir,
-        holdouts=[samples(job.holdout) for job in jobs],
-        freshes=[samples(job.fresh) for job in jobs],
-    ):
-        if metrics.get("done"):
-            summaries[index] = metrics
-        else:
-            record_step(index, metrics)
+    with torch_threads(jobs[0].threads):
+        for index, metrics in train_and_probe_together(
+            people,
+            base_model_dir=base_model_dir,
+            holdouts=[samples(job.holdout) for job in jobs],
+            freshes=[samples(job.fresh) for job in jobs],
+        ):
+            if metrics.get("done"):
+                summaries[index] = {**metrics, "threads": jobs[0].threads}
+            else:
+                record_step(index, metrics)
     return [training.gated(job, summaries[index]) for index, job in enumerate(jobs)]

@@ -141,6 +141,9 @@ class TrainJob:
     fresh: Sequence[SampleRow] = ()
     """The newest judged samples, held back from this update: the candidate must not score
     worse on them than live; ``holdout`` decides only where there are none."""
+    threads: int = 0
+    """torch's threads for the run (``PARLEY_TRAIN_THREADS``, ``trainer.threads``); 0:
+    torch's own."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,7 @@ def train_job(*, update: TrainingUpdate) -> TrainJob:
         gate=gate_thresholds(),
         holdout=sample_rows(summary.get("holdout_ids", [])),
         fresh=sample_rows(summary.get("fresh_ids", [])),
+        threads=settings.TRAIN_THREADS,
     )
 
 
@@ -200,28 +204,29 @@ def train_and_gate(job: TrainJob, *, record_step: Callable[[dict[str, Any]], Non
     from trainer.batch import trainer_sample
     from trainer.config import config_from_dict
     from trainer.pipeline import train_and_probe
+    from trainer.threads import torch_threads
 
     tokenizer = AutoTokenizer.from_pretrained(str(job.base_model_dir))
 
     def samples(rows: Sequence[SampleRow]) -> list[Any]:
         return [trainer_sample(tokenizer, **vars(row)) for row in rows]
 
-    steps = train_and_probe(
-        config_from_dict(job.config),
-        samples(job.samples),
-        base_model_dir=job.base_model_dir,
-        init_adapter_dir=job.init_adapter_dir,
-        out_adapter_dir=job.out_dir,
-        processes=job.processes,
-        holdout=samples(job.holdout),
-        fresh=samples(job.fresh),
-    )
     summary: dict[str, Any] = {}
-    for metrics in steps:
-        if metrics.get("done"):
-            summary = metrics
-        else:
-            record_step(metrics)
+    with torch_threads(job.threads):
+        for metrics in train_and_probe(
+            config_from_dict(job.config),
+            samples(job.samples),
+            base_model_dir=job.base_model_dir,
+            init_adapter_dir=job.init_adapter_dir,
+            out_adapter_dir=job.out_dir,
+            processes=job.processes,
+            holdout=samples(job.holdout),
+            fresh=samples(job.fresh),
+        ):
+            if metrics.get("done"):
+                summary = {**metrics, "threads": job.threads}
+            else:
+                record_step(metrics)
     return gated(job, summary)
 
 
