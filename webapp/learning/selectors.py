@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q
 
 from trainer.algorithms import algorithm_get
+from webapp.chat.models import Feedback, Message
+from webapp.learning.evidence import evidence_facts, evidence_fingerprint, has_evidence
 from webapp.learning.models import Judgement, PolicyVersion, Sample
 from webapp.replicas import lineage_key
 
@@ -76,16 +78,20 @@ def versions_behind(*, version: PolicyVersion, live: PolicyVersion) -> int:
 
 
 def learning_status(*, message_id: int) -> LearningStatus | None:
-    """What the learning loop has made of an answer; None before it was judged."""
+    """What the learning loop has made of an answer, or is about to (feedback saved and not
+    judged yet); None while there is nothing to tell."""
     return learning_statuses(message_ids=[message_id]).get(message_id)
 
 
 def learning_statuses(*, message_ids: Iterable[int]) -> dict[int, LearningStatus]:
-    """``learning_status`` of many answers in two queries (a transcript shows them all)."""
+    """``learning_status`` of many answers in a fixed number of queries (a transcript shows
+    them all): three, and one more when some feedback is newer than its answer's judgement."""
     ids = list(message_ids)
     judgements: dict[int, Judgement] = {}
+    judged: dict[int, set[str]] = {}
     for judgement in Judgement.objects.filter(message_id__in=ids).order_by("created_at", "id"):
         judgements[judgement.message_id] = judgement  # the newest wins
+        judged.setdefault(judgement.message_id, set()).add(judgement.fingerprint)
     samples: dict[int, Sample] = {}
     for sample in (
         Sample.objects.filter(message_id__in=list(judgements))
@@ -94,10 +100,42 @@ def learning_statuses(*, message_ids: Iterable[int]) -> dict[int, LearningStatus
         .order_by("created_at", "id")
     ):
         samples[sample.message_id] = sample
-    return {
-        message_id: _status(judgement, samples.get(message_id))
-        for message_id, judgement in judgements.items()
+    feedback = {
+        given.message_id: given
+        for given in Feedback.objects.filter(
+            message_id__in=ids, author_id=F("message__conversation__owner_id")
+        )
     }
+    # Feedback given or changed after the newest judgement: has the judge read it yet?
+    newer = [
+        message_id
+        for message_id, given in feedback.items()
+        if message_id not in judgements or given.updated_at > judgements[message_id].created_at
+    ]
+    answers = {
+        pk: (next_state_id, skip_reason)
+        for pk, next_state_id, skip_reason in Message.objects.filter(pk__in=newer).values_list(
+            "pk", "next_state_id", "judging_skip_reason"
+        )
+    }
+    statuses = {}
+    for message_id in ids:
+        given = feedback.get(message_id)
+        judgement = judgements.get(message_id)
+        status = None
+        if message_id in answers:
+            next_state_id, skip_reason = answers[message_id]
+            status = _unread(
+                facts=evidence_facts(next_state_id=next_state_id, feedback=given),
+                judged=judged.get(message_id, set()),
+                skip_reason=skip_reason,
+                withdrawn_after=judgement,
+            )
+        if status is None and judgement is not None:
+            status = _status(judgement, samples.get(message_id), feedback=given)
+        if status is not None:
+            statuses[message_id] = status
+    return statuses
 
 
 def sample_counts(*, owner_id: int | None = None) -> dict[str, int]:
@@ -159,14 +197,41 @@ def sample_unused_reason(*, kind: str, hint: str, correction: str) -> str:
 @dataclass(frozen=True)
 class LearningStatus:
     """What the learning loop made of an answer: ``text`` in plain words for the person who
-    wrote the feedback ("Learnt in version 3"), ``detail`` for whoever wants to know how
-    ("judged -1 · hint taken · trained into v3")."""
+    wrote the feedback ("Learnt in version 3"; "Read from your next message: …" where they
+    gave none and the judge read their reply), ``detail`` for whoever wants to know how
+    ("judged -1 · hint taken · trained into v3"). ``pending``: the newest feedback is saved but
+    not judged yet, so the page asks again in a moment."""
 
     text: str
     detail: str
+    pending: bool = False
 
 
-def _plain(sample: Sample | None, *, unused: str) -> str:
+PENDING = "Saved · Parley is reading it…"
+WITHDRAWN = "Withdrawn: nothing is learnt from it"
+_VERDICT = {1: "good", -1: "not what you wanted", 0: "neither good nor bad"}
+
+
+def _unread(
+    *, facts: dict[str, Any], judged: set[str], skip_reason: str, withdrawn_after: Any
+) -> LearningStatus | None:
+    """The status of feedback newer than the answer's newest judgement, or None when that
+    judgement still tells it: it was judged on this very evidence before, or the judge left
+    the answer alone with a reason."""
+    if evidence_fingerprint(facts) in judged:
+        return None
+    if skip_reason:
+        if withdrawn_after is not None or not has_evidence(facts):
+            return None
+        return LearningStatus(text="Saved · not used for learning", detail=skip_reason)
+    if has_evidence(facts):
+        return LearningStatus(text=PENDING, detail="feedback saved, not judged yet", pending=True)
+    if withdrawn_after is not None:
+        return LearningStatus(text=WITHDRAWN, detail="feedback withdrawn")
+    return None
+
+
+def _fate(sample: Sample | None, *, unused: str) -> str:
     if sample is None:
         return "Read: nothing to learn from it"
     if sample.status in (Sample.Status.EXCLUDED, Sample.Status.SUPERSEDED):
@@ -185,8 +250,41 @@ def _plain(sample: Sample | None, *, unused: str) -> str:
     return f"Learnt in version {version.number}"
 
 
-def _status(judgement: Judgement, sample: Sample | None) -> LearningStatus:
-    parts = [f"judged {judgement.score:+d}" if judgement.score else "judged 0"]
+def _read_from(judgement: Judgement) -> tuple[str, str]:
+    """Where the judge read the verdict, for a judgement the user did not give with a thumb:
+    the plain words' prefix and the detail's suffix ("", "" for a rating of theirs)."""
+    if judgement.source == Judgement.Source.FEEDBACK:
+        return "", ""
+    if judgement.source == Judgement.Source.SESSION_END:
+        return "Read when the conversation ended", " when the conversation ended"
+    if judgement.next_state_text.startswith("[user feedback]"):
+        return "Read from your comment", " from your comment"
+    return "Read from your next message", " from your next message"
+
+
+def _plain(judgement: Judgement, sample: Sample | None, *, unused: str) -> str:
+    fate = _fate(sample, unused=unused)
+    prefix, _ = _read_from(judgement)
+    if not prefix:
+        return fate
+    if sample is None:
+        votes = [v for v in judgement.votes if isinstance(v, dict)]
+        if votes and all(v.get("score") is None for v in votes):
+            return f"{prefix}: Parley could not tell whether it was good"
+        return f"{prefix}: nothing to learn from it"
+    verdict = _VERDICT.get(judgement.score, _VERDICT[0])
+    if not judgement.score and (sample.hint or sample.correction):
+        verdict = "a hint of what you wanted"
+    return f"{prefix}: {verdict} · {fate[0].lower()}{fate[1:]}"
+
+
+def _status(judgement: Judgement, sample: Sample | None, *, feedback: Any) -> LearningStatus:
+    _, where = _read_from(judgement)
+    parts = [f"judged {judgement.score:+d}{where}" if judgement.score else f"judged 0{where}"]
+    votes = [v for v in judgement.votes if isinstance(v, dict)]
+    unread = sum(1 for v in votes if v.get("score") is None)
+    if unread:
+        parts.append(f"{len(votes) - unread} of {len(votes)} votes read")
     if sample is not None and (sample.hint or sample.correction):
         parts.append("hint taken")
     if sample is not None and sample.status == sample.Status.READY and sample.refusals:
@@ -208,4 +306,11 @@ def _status(judgement: Judgement, sample: Sample | None) -> LearningStatus:
         else:
             parts.append(f"trained into {version.label}")
     detail = " · ".join(parts)
-    return LearningStatus(text=_plain(sample, unused=unused), detail=detail)
+    withdrawn = (
+        sample is None
+        and judgement.source == Judgement.Source.FEEDBACK
+        and not has_evidence(evidence_facts(next_state_id=None, feedback=feedback))
+    )
+    if withdrawn:
+        return LearningStatus(text=WITHDRAWN, detail=f"{detail} · feedback withdrawn")
+    return LearningStatus(text=_plain(judgement, sample, unused=unused), detail=detail)

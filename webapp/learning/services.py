@@ -10,7 +10,6 @@ exactly one row of each.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -20,9 +19,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from trainer.judge import feedback_hint, is_useful_hint
 from webapp.chat.envelope import user_words
-from webapp.chat.feedback_spec import feedback_state
 from webapp.chat.models import Conversation, Feedback, Message
 from webapp.chat.selectors import prompt_path
 from webapp.core.outbox import Task, enqueue, enqueue_each
@@ -31,6 +28,7 @@ from webapp.learning.alternatives import (
     chosen_fingerprint,
     unseen_fingerprint,
 )
+from webapp.learning.evidence import evidence_facts, evidence_fingerprint
 from webapp.learning.models import Judgement, Sample
 from webapp.learning.notify import push_learning_status
 from webapp.learning.selectors import lineage_owner_id, policy_version_live, versions_behind
@@ -102,31 +100,16 @@ def message_evidence(*, message: Message, conversation_end: bool = False) -> Mes
     if message.tool_calls:
         answer += "\n[tool calls] " + json.dumps(message.tool_calls, ensure_ascii=False)
     feedback = Feedback.objects.filter(message=message, author=message.conversation.owner).first()
-    rating = feedback.rating if feedback else 0
-    user_hint = None
-    correction = ""
-    if feedback is not None:
-        user_hint = feedback_hint(
-            comment=feedback.comment, correction=feedback.correction, tags=feedback.tags
-        )
-        user_hint = user_hint if is_useful_hint(user_hint) else None
-        correction = feedback.correction
+    facts = evidence_facts(
+        next_state_id=message.next_state_id, feedback=feedback, conversation_end=conversation_end
+    )
+    rating, user_hint, correction = facts["rating"], facts["hint"], facts["correction"]
     if message.next_state_id:
         next_state = _next_state_text(message.next_state)
     elif feedback is not None and feedback.comment:
         next_state = f"[user feedback] {feedback.comment}"
     else:
         next_state = CONVERSATION_END_STATE if conversation_end else ""
-    evidence = {
-        "next": message.next_state_id,
-        # The conversation's end is evidence only when nothing else is: an answer the user rated
-        # or commented on is judged on that, once, however the conversation closed.
-        "end": conversation_end
-        and not (message.next_state_id or rating or user_hint or correction),
-        "rating": rating,
-        "hint": user_hint,
-        **feedback_state(feedback),
-    }
     return MessageEvidence(
         message_id=message.pk,
         request=request,
@@ -136,8 +119,8 @@ def message_evidence(*, message: Message, conversation_end: bool = False) -> Mes
         rating=rating,
         user_hint=user_hint,
         correction=correction,
-        conversation_end=bool(evidence["end"]),
-        fingerprint=hashlib.sha256(json.dumps(evidence, sort_keys=True).encode()).hexdigest(),
+        conversation_end=bool(facts["end"]),
+        fingerprint=evidence_fingerprint(facts),
         # As the served prompt had them: failed answers were never shown to the model.
         prompt_messages=[
             m.as_openai()
@@ -299,6 +282,8 @@ def message_judging_skip(
             return False
     message.judging_skip_reason = reason[:SKIP_REASON_MAX]
     message.save(update_fields=["judging_skip_reason"])
+    # the answer's status stops saying "Parley is reading it"
+    push_learning_status(messages=[(message.conversation_id, message.pk)])
     if reason == NO_SIGNAL:
         # The feedback was withdrawn: what it made is not trained (nor what was sampled beside
         # a 👎 to compare it with, nor the one chosen among those).

@@ -28,13 +28,21 @@ def test_the_chat_page_with_50_judged_answers_runs_a_fixed_number_of_queries(
         answer = AnswerFactory(parent=question, content=f"Answer {index}")
         if index % 2:
             FeedbackFactory(message=answer, author=alice, rating=-1, comment="Shorter, please.")
-        SampleFactory(judgement__message=answer, judgement__score=1 - 2 * (index % 2))
+        SampleFactory(
+            judgement__message=answer,
+            judgement__score=1 - 2 * (index % 2),
+            # a rating is the user's; the other answers were judged from their next message
+            judgement__source="feedback" if index % 2 else "prm",
+        )
     client.force_login(alice)
     url = reverse("chat:conversation", args=[conversation.pk])
 
     with django_assert_max_num_queries(MAX_QUERIES):
         page = client.get(url).content.decode()
 
-    assert page.count('title="judged +1 · hint taken"') == ANSWERS // 2
+    assert page.count('title="judged +1 from your next message · hint taken"') == ANSWERS // 2
     assert page.count('title="judged -1 · hint taken"') == ANSWERS // 2
-    assert page.count("Will be learnt in the next update") == ANSWERS
+    assert page.count(">Will be learnt in the next update<") == ANSWERS // 2
+    assert page.count(
+        ">Read from your next message: good · will be learnt in the next update<"
+    ) == (ANSWERS // 2)

@@ -233,6 +233,7 @@ def test_under_opd_a_thumb_alone_says_it_is_not_trained_and_why(client, settings
     page and the chat's learning status say so instead of "waiting for the next update"."""
     settings.TRAIN_ALGORITHM = "opd"
     thumb = sampled(judged(turn(alice, title="Liked", question="Nice?")))
+    Judgement.objects.filter(pk=thumb.judgement_id).update(source="feedback")
     thumb.hint = ""  # a 👍 alone: no hint, no correction
     thumb.save(update_fields=["hint"])
     hinted = sampled(judged(turn(alice, title="Hinted", question="Shorter?"), score=-1))
