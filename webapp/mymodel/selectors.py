@@ -4,30 +4,37 @@ and the user's samples still waiting or excluded.
 The lineage is the signed-in user's own (``PARLEY_LEARNING_SCOPE=user``) or the shared one
 (``shared``). Version numbers are global, so each version also gets its ordinal in the lineage
 (v1, v2, … in the order they were made). "What taught it" counts the feedback behind the samples
-its update trained (the batch fixed when it started, ``summary["sample_ids"]``, and any sample
-consumed or excluded under it): each sample counts once per kind of feedback its answer's owner
-gave, and once as "next state" when the judge scored it from the conversation's next message.
-Links to turns only ever go to the user's own conversations, even for a shared version trained
-on everyone's feedback.
+its update trained (``webapp.learning.taught``). Links to turns only ever go to the user's own
+conversations, even for a shared version trained on everyone's feedback.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import F
 from django.http import Http404
 
-from webapp.chat.models import Feedback, Message
-from webapp.learning.models import Judgement, PolicyVersion, Sample, TrainingUpdate
+from webapp.chat.models import Message
+from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
+from webapp.learning.plain_words import (
+    exclusion_words,
+    refusals_words,
+    taught_words,
+    waiting_words,
+)
+from webapp.learning.preferences import learning_paused
 from webapp.learning.selectors import lineage_owner_id, sample_unused_reason
+from webapp.learning.taught import (
+    feedback_taught,
+    taught_counts,
+    update_batch,
+    version_sample_ids,
+)
 
 TURNS_SHOWN = 200
 SAMPLES_SHOWN = 50
-FEEDBACK_KINDS = ("up", "down", "comments", "corrections", "next_state", "chosen")
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,25 @@ class VersionRow:
     def label(self) -> str:
         return f"v{self.ordinal}"
 
+    @property
+    def taught_words(self) -> str:
+        return taught_words(self.taught)
+
+    @property
+    def reasons_words(self) -> list[str]:
+        """Why the gate refused it, in plain words."""
+        return refusals_words(self.reasons)
+
+    @property
+    def status_words(self) -> str:
+        return {
+            PolicyVersion.Status.LIVE: "answering you now",
+            PolicyVersion.Status.CANDIDATE: "going live",
+            PolicyVersion.Status.RETIRED: "replaced by a newer one",
+            PolicyVersion.Status.ROLLED_BACK: "set aside",
+            PolicyVersion.Status.REJECTED: "not used",
+        }.get(self.version.status, self.status)
+
 
 def lineage_versions(*, owner_id: int | None) -> list[PolicyVersion]:
     """The lineage's versions, oldest first (the shared lineage without the base model v0)."""
@@ -52,48 +78,6 @@ def lineage_versions(*, owner_id: int | None) -> list[PolicyVersion]:
     if owner_id is None:
         versions = versions.exclude(number=0)
     return list(versions)
-
-
-def version_sample_ids(update: TrainingUpdate | None) -> list[int]:
-    """The samples an update trained: its batch, and any consumed or excluded under it."""
-    if update is None:
-        return []
-    under = {update.pk: set(Sample.objects.filter(update=update).values_list("pk", flat=True))}
-    return _batch(update, under)
-
-
-def _batch(update: TrainingUpdate, under: dict[int, set[int]]) -> list[int]:
-    ids = {i for i in update.summary.get("sample_ids", []) if isinstance(i, int)}
-    return sorted(ids | under.get(update.pk, set()))
-
-
-def feedback_taught(sample_ids: list[int]) -> dict[int, dict[str, int]]:
-    """Per sample still stored: which kinds of feedback it carried (0 or 1 each)."""
-    samples = list(
-        Sample.objects.filter(pk__in=sample_ids).values_list("pk", "message_id", "judgement_id")
-    )
-    sources = dict(
-        Judgement.objects.filter(pk__in=[j for _, _, j in samples]).values_list("pk", "source")
-    )
-    feedback = {
-        f.message_id: f
-        for f in Feedback.objects.filter(
-            message_id__in=[m for _, m, _ in samples],
-            author_id=F("message__conversation__owner_id"),
-        )
-    }
-    out = {}
-    for pk, message_id, judgement_id in samples:
-        given = feedback.get(message_id)
-        out[pk] = {
-            "up": int(given is not None and given.rating == 1),
-            "down": int(given is not None and given.rating == -1),
-            "comments": int(given is not None and bool(given.comment)),
-            "corrections": int(given is not None and bool(given.correction)),
-            "next_state": int(sources.get(judgement_id) == Judgement.Source.PRM),
-            "chosen": int(sources.get(judgement_id) == Judgement.Source.CHOSEN),
-        }
-    return out
 
 
 def gate_reasons(version: PolicyVersion) -> list[str]:
@@ -116,20 +100,19 @@ def lineage_rows(*, user: Any) -> list[VersionRow]:
         update__in=list(updates.values())
     ).values_list("update_id", "pk"):
         under.setdefault(update_id, set()).add(sample_id)
-    trained = {v.pk: _batch(updates[v.pk], under) if v.pk in updates else [] for v in versions}
+    trained = {
+        v.pk: update_batch(updates[v.pk], under) if v.pk in updates else [] for v in versions
+    }
     taught = feedback_taught([i for ids in trained.values() for i in ids])
     rows = []
     for ordinal, version in enumerate(versions, start=1):
-        counts: Counter[str] = Counter(dict.fromkeys(FEEDBACK_KINDS, 0))
-        for sample_id in trained[version.pk]:
-            counts.update(taught.get(sample_id, {}))
         rows.append(
             VersionRow(
                 version=version,
                 ordinal=ordinal,
                 status=version.get_status_display().lower(),
                 when=version.published_at or version.created_at,
-                taught=dict(counts),
+                taught=taught_counts(trained[version.pk], taught),
                 trained_samples=sum(1 for i in trained[version.pk] if i in taught),
                 reasons=gate_reasons(version),
                 can_roll_back=owner_id is not None
@@ -171,7 +154,9 @@ def version_turns(*, version: PolicyVersion, user: Any) -> list[Message]:
 
 def samples_not_trained(*, user: Any) -> list[Sample]:
     """The user's samples still waiting (ready) or excluded, newest first, with their answers;
-    a ready one the configured algorithm never claims carries why in ``unused_reason``."""
+    a ready one the configured algorithm never claims carries why in ``unused_reason``, and each
+    where it stands in plain words in ``plain_reason``."""
+    paused = learning_paused(user_id=user.pk)
     samples = list(
         Sample.objects.filter(
             message__conversation__owner=user,
@@ -180,10 +165,32 @@ def samples_not_trained(*, user: Any) -> list[Sample]:
         .select_related("message__conversation")
         .order_by("-created_at", "-pk")[:SAMPLES_SHOWN]
     )
+    learning_now = _in_running_batches()
     for sample in samples:
         sample.unused_reason = (
             sample_unused_reason(kind=sample.kind, hint=sample.hint, correction=sample.correction)
             if sample.status == Sample.Status.READY
             else ""
         )
+        sample.plain_reason = (
+            exclusion_words(sample)
+            if sample.status != Sample.Status.READY
+            else "being learnt now"
+            if sample.pk in learning_now
+            else waiting_words(sample, paused=paused)
+        )
     return samples
+
+
+def _in_running_batches() -> set[int]:
+    """The samples in the batch of an update running now (still ready until it finishes)."""
+    summaries = TrainingUpdate.objects.filter(status=TrainingUpdate.Status.RUNNING).values_list(
+        "summary", flat=True
+    )
+    return {
+        pk
+        for summary in summaries
+        if isinstance(summary, dict)
+        for pk in summary.get("sample_ids", [])
+        if isinstance(pk, int)
+    }

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from webapp.learning.models import PolicyVersion
 from webapp.learning.preferences import learning_pause_set, learning_paused
+from webapp.learning.progress import learning_progress
 from webapp.learning.selectors import policy_version_for, sample_counts
 from webapp.learning.workflows.publishing import (
     PublishFailed,
@@ -54,8 +55,22 @@ def my_model(request: HttpRequest) -> HttpResponse:
             "paused": learning_paused(user_id=request.user.pk),
             "counts": sample_counts(owner_id=request.user.pk),
             "samples": samples_not_trained(user=request.user),
+            "progress": learning_progress(user_id=request.user.pk),
         },
     )
+
+
+@login_required
+@require_GET
+def progress(request: HttpRequest) -> HttpResponse:
+    """Where learning stands, as a fragment the page swaps in: My model's first screen, the
+    chat page's line over the composer (``?on=chat``), or My model's details (``?part=details``).
+    """
+    context = {"progress": learning_progress(user_id=request.user.pk)}
+    if request.GET.get("part") == "details":
+        return render(request, "mymodel/_progress_details.html", context)
+    place = "chat" if request.GET.get("on") == "chat" else "page"
+    return render(request, "mymodel/_progress.html", {**context, "place": place})
 
 
 @login_required
