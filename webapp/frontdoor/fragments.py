@@ -19,9 +19,22 @@ from webapp.chat.rendering import render_markdown
 from webapp.chat.titles import title_fragments
 from webapp.frontdoor.selectors import PageEntry, page_entry, page_transcript
 from webapp.learning.comparisons import comparison_view
+from webapp.learning.selectors import learning_status
 
 COMPARE_POLLS = 45
 """How many times (2 s apart) a 👎'd answer asks whether the answers to compare are written."""
+STATUS_POLLS = 90
+"""How many times (2 s apart) an answer asks for its status while its feedback waits for the
+judge; after that the status is pushed when the judge gets to it."""
+
+
+FIRST_MESSAGES = (
+    "Suggest a name for a cat.",
+    "Explain what a rainbow is in two sentences.",
+    "Write a short poem about coffee.",
+    "Give me three tips for sleeping better.",
+)
+"""What an empty chat offers to send first (``templates/chat/_guide.html``)."""
 
 
 def feedback_context() -> dict[str, Any]:
@@ -52,6 +65,20 @@ def render_feedback(
         "chat/_compare_load.html", {"message": message, "rating": rating, "oob": True}
     )
     return bar + compare
+
+
+def render_learning_status(*, message: Message, poll: int = 0) -> str:
+    """The status under an answer (``learning.selectors.learning_status``); ``poll``: how many
+    times the page has asked while it was pending."""
+    return render_to_string(
+        "chat/_learning_status.html",
+        {
+            "message_id": message.pk,
+            "status": learning_status(message_id=message.pk),
+            "poll": poll,
+            "stop_polling": poll >= STATUS_POLLS,
+        },
+    )
 
 
 def render_compare(*, message: Message, polls: int = 0, error: str = "") -> str:

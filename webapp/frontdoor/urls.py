@@ -15,5 +15,10 @@ urlpatterns = [
     path("<int:pk>/consent/", views.conversation_consent, name="consent"),
     path("messages/<int:pk>/feedback/", views.message_feedback, name="feedback"),
     path("messages/<int:pk>/compare/", views.message_compare, name="compare"),
+    path(
+        "messages/<int:pk>/learning-status/",
+        views.message_learning_status,
+        name="learning_status",
+    ),
     path("messages/<int:pk>/select/", views.message_select, name="select"),
 ]

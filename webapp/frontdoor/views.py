@@ -38,6 +38,7 @@ def _page_context(request: HttpRequest, current: Conversation | None = None) -> 
     return {
         "conversations": conversation_list_for_user(user=request.user),
         "current": current,
+        "suggestions": fragments.FIRST_MESSAGES,
         **fragments.feedback_context(),
     }
 
@@ -175,6 +176,19 @@ def message_feedback(request: HttpRequest, pk: int) -> HttpResponse:
             message=message, viewer=request.user, panel_open=in_panel or disliked, saved=in_panel
         )
     )
+
+
+@login_required
+@require_GET
+def message_learning_status(request: HttpRequest, pk: int) -> HttpResponse:
+    """An answer's learning status again: asked every 2 s while its feedback is saved and not
+    yet judged (``?poll``: the times so far), so the page never keeps an older status."""
+    message = message_get_for_user(user=request.user, pk=pk)
+    try:
+        poll = max(0, min(int(request.GET.get("poll", "0")), fragments.STATUS_POLLS))
+    except ValueError:
+        poll = 0
+    return HttpResponse(fragments.render_learning_status(message=message, poll=poll))
 
 
 @login_required
