@@ -231,5 +231,8 @@
       box.form.addEventListener("submit", function () { box.form.querySelector("button").disabled = true; });
     }
     if (transcript()) window.scrollTo(0, document.scrollingElement.scrollHeight);
+    // A page opened while an answer is being written: Stop, not Send, until it ends.
+    var state = document.getElementById("composer-state");
+    if (state) setStreaming(state.dataset.state === "streaming");
   });
 })();

@@ -7,16 +7,16 @@ it opens on an unanswered message), ``generate`` (a new answer to ``parent``: Re
 Retry), ``edit`` (``content`` as the new text of the user's ``message``: a new branch, then
 answered) or ``stop``.
 
-Generation runs in its own task so that Stop (or the page closing) can cancel it: cancelling
-closes ``stream_chat``'s generator, which closes the HTTP stream, and vLLM aborts the request.
-The user's message is stored before anything is asked of the model, and the answer is stored
-once, at the end, whatever happened: complete, stopped or failed with the reason.
+The answer is written apart from the page (``webapp.frontdoor.generations``): it streams into
+every open page of the conversation, a page that reloads or closes does not stop it, and a page
+that opens while it is written follows it, Stop included. The user's message is stored before
+anything is asked of the model, and the answer is stored once, at the end, whatever happened:
+complete, stopped or failed with the reason.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from typing import Any
@@ -31,11 +31,7 @@ from webapp.chat.groups import conversation_group
 from webapp.chat.limits import message_text_problem
 from webapp.chat.models import Conversation, Message
 from webapp.chat.selectors import conversation_get_for_user, prompt_messages
-from webapp.chat.services import (
-    assistant_message_finish,
-    assistant_message_start,
-    user_message_send,
-)
+from webapp.chat.services import assistant_message_start, user_message_send
 from webapp.core.limits import (
     StreamSlot,
     retry_after_if_limited,
@@ -43,20 +39,24 @@ from webapp.core.limits import (
     streams_refused_message,
 )
 from webapp.frontdoor import fragments
-from webapp.frontdoor.streaming import StreamPainter
-from webapp.inference import CompletionAccumulator, ServingError, ServingUnavailable, stream_chat
-from webapp.learning.selectors import lineage_key_for, policy_version_for
+from webapp.frontdoor.generations import (
+    LEASE_TTL_S,
+    answers_settle,
+    generation_attach,
+    generation_start,
+    generation_stop,
+)
+from webapp.inference import stream_chat
+from webapp.learning.selectors import policy_version_for
 
 logger = logging.getLogger(__name__)
 
-# After this long without a first token the transcript says the model is slow.
-SLOW_NOTICE_AFTER_S = 8.0
 CLOSE_NOT_FOUND = 4404
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
     conversation: Conversation
-    generation: asyncio.Task[None] | None = None
+    watching: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -73,12 +73,38 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.group = conversation_group(self.conversation.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        # A page opened (or reconnected) while an answer is written follows it from here on.
+        if await self._settle():
+            await self.send(text_data=fragments.composer_state(state="streaming"))
+            await generation_attach(
+                conversation_id=self.conversation.pk, reply_to=self.channel_name
+            )
+            self.watching = asyncio.create_task(self._watch())
 
     async def disconnect(self, code: int) -> None:
-        # A closed page stops its answer; what was written so far is kept as "stopped".
-        await self._stop_generation()
+        # The answer goes on without this page: it is stored, and shown to the next one.
+        if self.watching is not None:
+            self.watching.cancel()
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def _settle(self) -> bool:
+        """Whether an answer of this conversation is being written; an answer whose writing
+        died with its process is stored as stopped, and the page shows it so at once."""
+        settled = await database_sync_to_async(answers_settle)(conversation_id=self.conversation.pk)
+        for message_id in settled.stopped:
+            message = await database_sync_to_async(Message.objects.get)(pk=message_id)
+            html = await database_sync_to_async(fragments.render_message_by_id)(
+                message=message, viewer=self.scope["user"]
+            )
+            await self.send(text_data=html + fragments.composer_state(state="idle"))
+        return bool(settled.writing)
+
+    async def _watch(self) -> None:
+        """While an answer this page came to late is written, check that its writer lives (its
+        process may die; then nobody would tell this page)."""
+        while await self._settle():
+            await asyncio.sleep(LEASE_TTL_S / 2)
 
     async def chat_fragment(self, event: dict[str, Any]) -> None:
         """``group_send(conversation_group(id), fragment_event(html))``: pass it to the page."""
@@ -92,8 +118,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._refuse("That request was not understood.")
             return
         if action == "stop":
-            await self._stop_generation()
-        elif self.generation is not None and not self.generation.done():
+            if await self._settle():  # its generation shows the answer stopped, then Send
+                await generation_stop(conversation_id=self.conversation.pk)
+            else:  # nothing (left) to stop
+                await self.send(text_data=fragments.composer_state(state="idle"))
+        elif await self._settle():
             await self._refuse("An answer is still being written: stop it first.", busy=True)
         elif action == "send":
             content = data.get("content")
@@ -239,111 +268,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 parent, rerender=rerender
             )
             await self.send(text_data=html + fragments.composer_state(state="streaming"))
+            await generation_start(
+                answer=answer,
+                prompt=prompt,
+                user=self.scope["user"],
+                slot=slot,
+                stream_chat=stream_chat,  # looked up here, so a test can stand in for the model
+            )
         except BaseException:
             await slot.release()
             raise
-        self.generation = asyncio.create_task(self._generate(answer, prompt, slot))
-
-    async def _stop_generation(self) -> None:
-        task = self.generation
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    async def _generate(
-        self, answer: Message, prompt: list[dict[str, Any]], slot: StreamSlot
-    ) -> None:
-        """Write the answer, holding the user's stream slot until it is stored."""
-        try:
-            await self._write(answer, prompt, slot)
-        finally:
-            if slot.token:  # not released yet: the answer failed before it was stored
-                await asyncio.shield(slot.release())
-
-    async def _write(self, answer: Message, prompt: list[dict[str, Any]], slot: StreamSlot) -> None:
-        accumulator = CompletionAccumulator()
-        status, error = Message.Status.COMPLETE, ""
-        # The version is the one _begin_answer stored with the answer (cached: no query here).
-        version = answer.policy_version
-        stream = stream_chat(
-            prompt,
-            model=answer.served_model,
-            params=answer.sampling_params,
-            adapter_path=version.adapter_path if version is not None else "",
-            lineage=lineage_key_for(user=self.scope["user"].pk),
-        )
-        slow_notice = asyncio.create_task(self._notice_if_slow(answer.pk))
-        painter = StreamPainter(
-            render=lambda text: fragments.stream_markdown(message_id=answer.pk, text=text),
-            send=lambda html: self.send(text_data=html),
-        )
-        try:
-            async for chunk in stream:
-                accumulator.add(chunk)
-                text = "".join(
-                    (choice.get("delta") or {}).get("content") or ""
-                    for choice in chunk.get("choices") or []
-                )
-                if text:
-                    if not slow_notice.done():
-                        slow_notice.cancel()
-                    painter.add(text)
-        except asyncio.CancelledError:
-            # Stop: keep what was written. The task carries on only to store and show it.
-            current = asyncio.current_task()
-            if current is not None:
-                current.uncancel()
-            status = Message.Status.STOPPED
-        except ServingUnavailable as exc:
-            logger.warning("chat answer %s failed: %s", answer.pk, exc)
-            status = Message.Status.FAILED
-            error = (
-                "The model server is not answering right now, so no answer was written. "
-                "Your message is saved: press Retry once it is back."
-            )
-        except ServingError as exc:
-            logger.warning("chat answer %s refused: %s", answer.pk, exc.message)
-            status = Message.Status.FAILED
-            error = f"The model server refused this request: {exc.message}"
-        finally:
-            slow_notice.cancel()
-            await stream.aclose()
-            await painter.close()
-        await self._finish(answer, accumulator, status=status, error=error, slot=slot)
-
-    async def _finish(
-        self,
-        answer: Message,
-        accumulator: CompletionAccumulator,
-        *,
-        status: str,
-        error: str,
-        slot: StreamSlot,
-    ) -> None:
-        finished = await database_sync_to_async(assistant_message_finish)(
-            message=answer,
-            result=accumulator.choice(0),
-            prompt_token_ids=accumulator.prompt_token_ids,
-            usage=accumulator.usage,
-            completion_id=accumulator.id or None,
-            status=status,
-            error=error,
-        )
-        # Freed before the page is told it may ask again, so its next question finds it free.
-        await asyncio.shield(slot.release())
-        html = await database_sync_to_async(fragments.render_message_by_id)(
-            message=finished, viewer=self.scope["user"]
-        )
-        with contextlib.suppress(Exception):  # the page may have gone: the answer is stored
-            await self.send(text_data=html + fragments.composer_state(state="idle"))
-
-    async def _notice_if_slow(self, message_id: int) -> None:
-        await asyncio.sleep(SLOW_NOTICE_AFTER_S)
-        await self.send(
-            text_data=fragments.stream_notice(
-                message_id=message_id,
-                text="The model is slow to answer right now; still waiting. "
-                "You can press Stop and retry later: your message is saved.",
-            )
-        )

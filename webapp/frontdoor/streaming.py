@@ -68,6 +68,11 @@ class StreamPainter:
         self._arrived = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
+    @property
+    def text(self) -> str:
+        """The whole text so far (a page that comes to the answer late is drawn from it)."""
+        return "".join(self._parts)
+
     def add(self, text: str) -> None:
         self._parts.append(text)
         self._arrived.set()

@@ -30,6 +30,7 @@ from webapp.frontdoor.forms import (
     RenameForm,
     TrainConsentForm,
 )
+from webapp.frontdoor.generations import answers_settle
 from webapp.frontdoor.selectors import page_transcript
 from webapp.learning.comparisons import ComparisonInvalid, alternatives_of, comparison_choose
 
@@ -88,6 +89,9 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def conversation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     conversation = conversation_get_for_user(user=request.user, pk=pk)
+    # An answer still being written is shown as such (the page then follows it); one whose
+    # writer died is stored as stopped first, so the page says so at once.
+    writing = answers_settle(conversation_id=conversation.pk).writing
     entries = page_transcript(conversation=conversation, viewer=request.user)
     tail = entries[-1].message if entries else None
     return render(
@@ -99,6 +103,7 @@ def conversation_detail(request: HttpRequest, pk: int) -> HttpResponse:
             # The page opened on a message nobody has answered yet (a conversation started
             # from the front form, or a connection lost right after sending): answer it now.
             "unanswered": tail if tail is not None and tail.role == Message.Role.USER else None,
+            "writing": bool(writing),
         },
     )
 

@@ -23,7 +23,11 @@ from webapp.chat.models import Message
 from webapp.frontdoor import consumers
 from webapp.inference import ServingError, ServingUnavailable
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.services,
+    pytest.mark.usefixtures("answers_end_with_the_test"),
+]
 
 
 def chunk(text: str = "", *, token: int | None = None, finish: str | None = None, **extra: Any):
@@ -194,20 +198,6 @@ async def test_stop_cancels_the_generation_and_keeps_what_was_written(alice, fak
     assert reply.token_ids == [100, 101]
     assert stream.calls[0]["closed"], "the stream (and with it the vLLM request) was not closed"
     assert "Stopped before the end." in frames[-1]
-
-
-async def test_closing_the_page_stops_the_answer_and_stores_it(alice, fake_stream):
-    stream = fake_stream(ScriptedStream(completion("Partial")[:2], hang=True))
-    conversation = await new_conversation(alice)
-    socket, _, _ = await open_socket(alice, conversation.pk)
-    await send(socket, action="send", content="Tell me a long story")
-    frames: list[str] = []
-    while not deltas(frames):
-        frames.append(await socket.receive_from(timeout=5))
-    await socket.disconnect()
-    _, reply = await messages_of(conversation)
-    assert (reply.status, reply.content) == ("stopped", "Partial")
-    assert stream.calls[0]["closed"]
 
 
 @pytest.mark.parametrize(
