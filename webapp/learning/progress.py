@@ -76,8 +76,9 @@ class LearningProgress:
 
     @property
     def busy(self) -> bool:
-        """Something is under way that changes within seconds: the page asks again soon."""
-        return bool(self.training or self.going_live or (self.waiting and self.starts_in_s == 0))
+        """Something is under way, or starts within the minute: the page asks again soon."""
+        starting = self.starts_in_s is not None and self.starts_in_s < 60
+        return bool(self.training or self.going_live or (self.waiting and starting))
 
     @property
     def whose(self) -> str:

@@ -129,7 +129,7 @@ def learning_statuses(*, message_ids: Iterable[int]) -> dict[int, LearningStatus
                 facts=evidence_facts(next_state_id=next_state_id, feedback=given),
                 judged=judged.get(message_id, set()),
                 skip_reason=skip_reason,
-                withdrawn_after=judgement,
+                newest=judgement,
             )
         if status is None and judgement is not None:
             status = _status(judgement, samples.get(message_id), feedback=given)
@@ -213,20 +213,20 @@ _VERDICT = {1: "good", -1: "not what you wanted", 0: "neither good nor bad"}
 
 
 def _unread(
-    *, facts: dict[str, Any], judged: set[str], skip_reason: str, withdrawn_after: Any
+    *, facts: dict[str, Any], judged: set[str], skip_reason: str, newest: Judgement | None
 ) -> LearningStatus | None:
-    """The status of feedback newer than the answer's newest judgement, or None when that
+    """The status of feedback newer than the answer's ``newest`` judgement, or None when that
     judgement still tells it: it was judged on this very evidence before, or the judge left
     the answer alone with a reason."""
     if evidence_fingerprint(facts) in judged:
         return None
     if skip_reason:
-        if withdrawn_after is not None or not has_evidence(facts):
+        if newest is not None or not has_evidence(facts):
             return None
         return LearningStatus(text="Saved · not used for learning", detail=skip_reason)
     if has_evidence(facts):
         return LearningStatus(text=PENDING, detail="feedback saved, not judged yet", pending=True)
-    if withdrawn_after is not None:
+    if newest is not None:
         return LearningStatus(text=WITHDRAWN, detail="feedback withdrawn")
     return None
 

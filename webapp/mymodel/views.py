@@ -63,14 +63,14 @@ def my_model(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def progress(request: HttpRequest) -> HttpResponse:
-    """Where learning stands, as a fragment the page swaps in: My model's first screen, the
-    chat page's line over the composer (``?on=chat``), or My model's details (``?part=details``).
-    """
-    context = {"progress": learning_progress(user_id=request.user.pk)}
-    if request.GET.get("part") == "details":
-        return render(request, "mymodel/_progress_details.html", context)
+    """Where learning stands, as the fragment the chat page swaps in over its composer
+    (``?on=chat``) or as on My model's first screen."""
     place = "chat" if request.GET.get("on") == "chat" else "page"
-    return render(request, "mymodel/_progress.html", {**context, "place": place})
+    return render(
+        request,
+        "mymodel/_progress.html",
+        {"progress": learning_progress(user_id=request.user.pk), "place": place},
+    )
 
 
 @login_required

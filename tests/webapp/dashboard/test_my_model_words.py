@@ -125,8 +125,12 @@ def test_the_progress_fragment_asks_again_often_only_while_something_is_under_wa
     TrainingUpdate.objects.filter(status="running").update(status="done")
     quiet = client.get(url + "?on=chat").content.decode()
     assert 'hx-trigger="every 60s"' in quiet
-    details = client.get(url + "?part=details").content.decode()
-    assert "Lineage" in details and "probe gate" in details.lower()
+    page = client.get(reverse("mymodel:index")).content.decode()
+    index = reverse("mymodel:index")
+    # My model asks for itself and swaps in every part that follows learning
+    assert f'hx-get="{index}" hx-select="#learning-progress"' in page
+    for part in ("my-serving", "my-versions", "my-feedback", "learning-progress-details"):
+        assert f'id="{part}"' in page and f"#{part}" in page
 
 
 def test_the_progress_fragment_needs_a_login(client) -> None:
