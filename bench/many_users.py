@@ -31,14 +31,15 @@ from bench.many_users_figures import BATCH
 from bench.many_users_run import COMPRESSION
 
 
-def _outer(args: argparse.Namespace) -> int:
-    """Start a scratch PostgreSQL and Redis, run the measurements inside them."""
+def in_scratch_infra(module: str) -> int:
+    """Start a scratch PostgreSQL and Redis, run ``python -m module --inner`` with this
+    command's arguments inside them."""
     from bench.launching import clean_env
 
     var = Path(tempfile.mkdtemp(prefix="parley-many-users-"))
     env = clean_env(PARLEY_VAR_DIR=str(var), PARLEY_LEARNING_SCOPE="user")
     env.pop("PARLEY_EMBEDDED", None)
-    command = [sys.executable, "-m", "bench.many_users", "--inner", *sys.argv[1:]]
+    command = [sys.executable, "-m", module, "--inner", *sys.argv[1:]]
     print(f"bench | scratch PostgreSQL and Redis in {var}", flush=True)
     launcher = [sys.executable, "-m", "webapp.infra.launcher", "exec", "--", *command]
     return subprocess.run(launcher, cwd=ROOT, env=env, check=False).returncode
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plot", default=str(ROOT / "docs" / "many_users.png"))
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    return _inner(args) if args.inner else _outer(args)
+    return _inner(args) if args.inner else in_scratch_infra("bench.many_users")
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ def train_and_probe(
     max_new_tokens: int = 24,
     holdout: Sequence[Sample] = (),
     fresh: Sequence[Sample] = (),
+    base_probe: dict[str, float] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Yield each step's metrics, then the summary (``"done": True``) with two more keys:
     ``"probe"`` (the candidate's probe figures, ``trainer.probing.probe_model``) and
@@ -55,7 +56,8 @@ def train_and_probe(
     ``"gate_seconds"``. ``holdout``: judged samples outside this update (trained into earlier
     versions, or ready beyond the batch); ``fresh``: the newest judged samples, held back from
     every version so far. Both are scored; ``trainer.gate.gate_decision`` holds the candidate
-    to the fresh ones, and to the others only where there are none."""
+    to the fresh ones, and to the others only where there are none. ``base_probe``: the base's
+    probe figures when already measured (``trainer.probing.probe_model``)."""
     dev = pick_device(device)
     summary: dict[str, Any] = {}
     if processes > 1:
@@ -113,6 +115,7 @@ def train_and_probe(
         max_new_tokens=max_new_tokens,
         holdout=holdout,
         fresh=fresh,
+        base_probe=base_probe,
     )
     del model, live_weights
     release_memory(dev)
@@ -145,6 +148,7 @@ def _probed(
     max_new_tokens: int,
     holdout: Sequence[Sample],
     fresh: Sequence[Sample],
+    base_probe: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """The probe figures of the candidate in ``model`` and of the base, and the gate's seconds
     since ``started``."""
@@ -157,6 +161,7 @@ def _probed(
         live_weights=live_weights,
         holdout=holdout,
         fresh=fresh,
+        base_probe=base_probe,
     )
     return {"probe": candidate, "base_probe": base, "gate_seconds": time.perf_counter() - started}
 
@@ -171,6 +176,7 @@ def train_and_probe_together(
     max_new_tokens: int = 24,
     holdouts: Sequence[Sequence[Sample]] = (),
     freshes: Sequence[Sequence[Sample]] = (),
+    base_probe: dict[str, float] | None = None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Several people's updates in one stacked run (``trainer.multi_person.run_updates``), then
     each candidate probed as ``train_and_probe`` probes one: yield (job index, metrics), each
@@ -199,6 +205,7 @@ def train_and_probe_together(
             max_new_tokens=max_new_tokens,
             holdout=holdouts[index] if holdouts else (),
             fresh=freshes[index] if freshes else (),
+            base_probe=base_probe,
         )
         del model, live_weights
         release_memory(dev)

@@ -178,8 +178,15 @@ def probe_model(
     live_weights: dict[str, Tensor] | None = None,
     holdout: Sequence[Sample] = (),
     fresh: Sequence[Sample] = (),
+    base_probe: dict[str, float] | None = None,
 ) -> tuple[dict[str, float], dict[str, float]]:
     """(candidate figures, base figures) of an in-memory policy.
+
+    Only what the gate's decision needs is measured: ``base_probe``, the base's probe figures
+    when already measured (its greedy answers to the fixed probe prompts and its perplexity
+    depend on nothing else), is taken as it is; the base's answers to the held-back prompts are
+    generated only when the candidate has more answers of some kind than the live version (the
+    gate refuses only ``count > max(live, base + extra)``, never when ``count <= live``).
 
     ``live_weights``: the LoRA weights of the live version (``lora_snapshot`` before the
     update); None means the live version is the base (the first update). ``holdout``: recent
@@ -205,8 +212,6 @@ def probe_model(
         return lora_weights(model, live_weights) if live_weights is not None else base()
 
     answers = _greedy_answers(model, tokenizer, probe_prompts, max_new_tokens)
-    with base():
-        base_answers = _greedy_answers(model, tokenizer, probe_prompts, max_new_tokens)
     step_kl, kl_tokens = _kl_per_token(model, answers, live)
     base_kl, _ = _kl_per_token(model, answers, base)
     dev = next(model.parameters()).device
@@ -214,8 +219,18 @@ def probe_model(
         [tokenizer(probe_text, add_special_tokens=False)["input_ids"]], device=dev
     )
     candidate_ppl = _perplexity(model, text_1_T)
-    with base():
-        base_ppl = _perplexity(model, text_1_T)
+    if base_probe is not None:
+        base_figures = {k: v for k, v in base_probe.items() if not k.startswith("held_back")}
+    else:
+        with base():
+            base_answers = _greedy_answers(model, tokenizer, probe_prompts, max_new_tokens)
+            base_figures = {
+                "probe_kl": 0.0,
+                "probe_kl_base": 0.0,
+                "probe_ppl": _perplexity(model, text_1_T),
+                "probe_kl_tokens": float(kl_tokens),
+                **_kind_counts(base_answers),
+            }
     candidate = {
         "probe_kl": step_kl,
         "probe_kl_base": base_kl,
@@ -225,26 +240,25 @@ def probe_model(
         **_feedback_figures(model, holdout, live),
         **_feedback_figures(model, fresh, live, prefix="fresh_feedback"),
     }
-    base_figures = {
-        "probe_kl": 0.0,
-        "probe_kl_base": 0.0,
-        "probe_ppl": base_ppl,
-        "probe_kl_tokens": float(kl_tokens),
-        **_kind_counts(base_answers),
-    }
     prompts = held_back_prompts([*fresh, *holdout])
     if prompts:
         candidate["held_back_prompts"] = float(len(prompts))
         candidate |= _held_back_counts(model, tokenizer, prompts, "held_back")
-        with base():
-            base_figures |= _held_back_counts(model, tokenizer, prompts, "held_back")
         if live_weights is None:  # the live version is the base
+            with base():
+                base_figures |= _held_back_counts(model, tokenizer, prompts, "held_back")
             candidate |= {
                 f"held_back_live_{k}": base_figures[f"held_back_{k}"] for k in HELD_BACK_KINDS
             }
         else:
             with live():
                 candidate |= _held_back_counts(model, tokenizer, prompts, "held_back_live")
+            if any(
+                candidate[f"held_back_{k}"] > candidate[f"held_back_live_{k}"]
+                for k in HELD_BACK_KINDS
+            ):
+                with base():
+                    base_figures |= _held_back_counts(model, tokenizer, prompts, "held_back")
     return candidate, base_figures
 
 

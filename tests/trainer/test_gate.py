@@ -354,3 +354,38 @@ def test_a_change_of_mind_outranks_older_feedback_at_the_gate() -> None:
     unknown = {"fresh_feedback_delta": math.nan, "fresh_feedback_samples": 2.0}
     assert decide(fine | unknown)[0] is False
     assert decide(fine | {"feedback_delta": math.nan, "feedback_samples": 8.0})[0] is False
+
+
+def test_the_gate_generates_only_the_answers_its_decision_needs(
+    prepared_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A candidate that answers the held-back prompts no worse than the live version needs no
+    base answers to them (the gate refuses only more than both); the base's probe figures, once
+    measured, are taken as they are."""
+    from trainer import probing
+    from trainer.policy import load_policy, lora_snapshot
+
+    tokenizer = AutoTokenizer.from_pretrained(str(prepared_model))
+    model = load_policy(prepared_model, UpdateConfig(), init_adapter_dir=None, device="cpu")
+    live = lora_snapshot(model)  # a fresh adapter: candidate and live answer alike
+    held = [_chat_sample(tokenizer, q, "Sure!") for q in ("What is snow?", "Name an animal.")]
+    generated: list[int] = []
+    real = probing._greedy_answers_to_ids
+
+    def counting(model, tokenizer, prompt_ids, max_new_tokens):
+        generated.append(len(prompt_ids))
+        return real(model, tokenizer, prompt_ids, max_new_tokens)
+
+    monkeypatch.setattr(probing, "_greedy_answers_to_ids", counting)
+    args = (model, tokenizer, PROBE_PROMPTS[:2], PROBE_TEXT)
+    probe, base = probing.probe_model(*args, max_new_tokens=4, live_weights=live, holdout=held)
+    # candidate and base on the probe prompts, candidate and live on the held-back ones
+    assert generated == [2, 2, 2, 2]
+    assert "held_back_repeating" not in base and probe["held_back_prompts"] == 2
+    assert gate_decision(probe, base, 100.0, 100.0)[0]
+    generated.clear()
+    again, cached = probing.probe_model(
+        *args, max_new_tokens=4, live_weights=live, holdout=held, base_probe=base
+    )
+    assert generated == [2, 2, 2]  # the base's probe answers are not generated again
+    assert cached["probe_ppl"] == base["probe_ppl"] and again["probe_kl"] == probe["probe_kl"]

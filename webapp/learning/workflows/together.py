@@ -49,6 +49,7 @@ def train_and_gate_together(
             base_model_dir=base_model_dir,
             holdouts=[samples(job.holdout) for job in jobs],
             freshes=[samples(job.fresh) for job in jobs],
+            base_probe=jobs[0].base_probe,
         ):
             if metrics.get("done"):
                 summaries[index] = {**metrics, "threads": jobs[0].threads}

@@ -222,6 +222,7 @@ def train_and_gate(job: TrainJob, *, record_step: Callable[[dict[str, Any]], Non
             processes=job.processes,
             holdout=samples(job.holdout),
             fresh=samples(job.fresh),
+            base_probe=job.base_probe,
         ):
             if metrics.get("done"):
                 summary = {**metrics, "threads": job.threads}

@@ -1,0 +1,392 @@
+"""One training update while the serving engine streams to clients, against the same update on a
+quiet machine: each stage's seconds, side by side in one run.
+
+    python -m bench.train_under_load [--clients 4] [--threads 2 1] [--limit-s 420]
+
+The llama.cpp engine starts as `serve` starts it (its default threads). Eight real answers are
+sampled from it (with their token ids and log-probs, a reward each, every other one hinted, one
+corrected), plus the held-back answers the gate scores, so the update has the shape a train
+worker runs: ``webapp.learning.workflows.training.train_and_gate`` → ``trainer.pipeline.
+train_and_probe`` (load, refinement of hinted answers, teacher log-probs, optimizer steps, the
+probe gate). Each run is a child process started the way the Procfile starts the train worker
+(``nice -n 10``), at each torch thread count of ``--threads`` (the first is torch's default on
+this host; ``0`` means Parley's default, ``PARLEY_TRAIN_THREADS``'s), first on a quiet machine,
+then with ``--clients`` clients streaming answers from the engine the whole time. A run past
+``--limit-s`` is stopped and shows the stages it finished.
+
+Printed: each stage's seconds quiet and busy, busy/quiet speed per stage, the training tokens
+per second of the optimizer steps, and the engine's tokens per second to its clients during
+each busy run. Figures go to bench/results.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import ROOT, record
+
+MODEL_DIR = Path(os.environ.get("PARLEY_MODELS_DIR") or ROOT / "var" / "models") / (
+    "SmolLM2-135M-Instruct"
+)
+STAGES = ("load_and_prepare", "refine", "steps", "gate", "total")
+"""load_and_prepare: tokenizer, samples, the model, teacher and reference log-probs, the
+optimizer; refine: hinted answers rewritten with their hint; steps: the optimizer steps; gate:
+the probe gate's answers and scores; total: the child's whole run."""
+PROMPTS = (
+    "What is a good way to learn a new language?",
+    "Explain what a compiler does.",
+    "Give me three tips for sleeping better.",
+    "Why is the sky blue?",
+    "How do I make a simple tomato sauce?",
+    "What should I pack for a weekend hike?",
+    "Describe the water cycle.",
+    "How does a bicycle stay upright?",
+    "What is the difference between weather and climate?",
+    "Suggest a name for a small bakery.",
+    "How do vaccines work?",
+    "What is a prime number?",
+    "Write a short note thanking a colleague.",
+    "How can I save money on groceries?",
+    "What causes the seasons?",
+    "Explain recursion to a beginner.",
+    "What is photosynthesis?",
+    "How do I start running?",
+)
+BATCH = 8
+HINT = "Answer in one short paragraph and start with 'Sure!'."
+CORRECTION = "Sure! Here is a short answer."
+CLIENT_PROMPT = "Tell me a long story about a lighthouse keeper and the sea."
+
+
+def _answers(url: str, headers: dict[str, str], count: int) -> list[dict[str, Any]]:
+    """``count`` real answers with the ids and log-probs the engine sampled."""
+    import httpx
+
+    rows = []
+    for index in range(count):
+        messages = [{"role": "user", "content": PROMPTS[index % len(PROMPTS)]}]
+        body = {
+            "model": "base",
+            "messages": messages,
+            "max_tokens": 160,
+            "temperature": 0.7,
+            "seed": index,
+            "stream": True,
+            "logprobs": True,
+            "return_token_ids": True,
+        }
+        prompt_ids: list[int] = []
+        token_ids: list[int] = []
+        logprobs: list[float] = []
+        with httpx.stream(
+            "POST", f"{url}/chat/completions", json=body, headers=headers, timeout=120
+        ) as response:
+            response.raise_for_status()
+            for line in response.iter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                chunk = json.loads(line[6:])
+                prompt_ids = prompt_ids or list(chunk.get("prompt_token_ids") or [])
+                for choice in chunk.get("choices") or []:
+                    token_ids.extend(choice.get("token_ids") or [])
+                    content = (choice.get("logprobs") or {}).get("content") or []
+                    logprobs.extend(float(item["logprob"]) for item in content)
+        rows.append(
+            {
+                "prompt_messages": messages,
+                "prompt_token_ids": prompt_ids,
+                "response_token_ids": token_ids,
+                "response_logprobs": logprobs,
+                "reward": 1.0 if index % 3 else -1.0,
+                "hint": HINT if index % 2 else None,
+                "correction": CORRECTION if index == 2 else "",
+                "group_id": None,
+                "temperature": 0.7,
+            }
+        )
+    return rows
+
+
+class Clients:
+    """``count`` clients streaming long answers from the engine until stopped; the tokens they
+    received and over what time."""
+
+    def __init__(self, url: str, headers: dict[str, str], count: int) -> None:
+        self.url, self.headers, self.count = url, headers, count
+        self.tokens = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
+        self._started = 0.0
+        self.seconds = 0.0
+
+    async def _client(self, index: int) -> None:
+        import httpx
+
+        body = {
+            "model": "base",
+            "messages": [{"role": "user", "content": CLIENT_PROMPT}],
+            "max_tokens": 256,
+            "temperature": 0.8,
+            "stream": True,
+        }
+        async with httpx.AsyncClient(timeout=120) as client:
+            while not self._stop.is_set():
+                async with client.stream(
+                    "POST", f"{self.url}/chat/completions", json=body, headers=self.headers
+                ) as response:
+                    async for line in response.aiter_lines():
+                        if self._stop.is_set():
+                            return
+                        if line.startswith("data: {") and '"content"' in line:
+                            self.tokens += 1
+
+    async def _run(self) -> None:
+        await asyncio.gather(*(self._client(i) for i in range(self.count)))
+
+    def __enter__(self) -> Clients:
+        self._started = time.monotonic()
+        self._thread.start()
+        time.sleep(3)  # every client streaming before the update starts
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.monotonic() - self._started
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds else 0.0
+
+
+def _child(args: argparse.Namespace) -> int:
+    """One update as the train worker runs it; a JSON line per finished stage on stdout."""
+    from transformers import AutoTokenizer
+
+    from trainer.batch import trainer_sample
+    from trainer.config import UpdateConfig
+    from trainer.pipeline import train_and_probe
+    from trainer.threads import torch_threads
+
+    started = time.perf_counter()
+
+    def report(stage: str, seconds: float, **more: Any) -> None:
+        print(json.dumps({"stage": stage, "seconds": round(seconds, 2), **more}), flush=True)
+
+    rows = json.loads(Path(args.samples).read_text())
+    with torch_threads(args.threads[0]):
+        import torch
+
+        tokenizer = AutoTokenizer.from_pretrained(str(MODEL_DIR))
+        samples = [trainer_sample(tokenizer, **row) for row in rows]
+        batch, held = samples[:BATCH], samples[BATCH:]
+        loaded_at = None
+        cached = Path(args.base_probe) if args.base_probe else None
+        for metrics in train_and_probe(
+            UpdateConfig(),
+            batch,
+            base_model_dir=MODEL_DIR,
+            init_adapter_dir=None,
+            out_adapter_dir=Path(args.out),
+            fresh=held[:2],
+            holdout=held[2:],
+            base_probe=json.loads(cached.read_text()) if cached and cached.exists() else None,
+        ):
+            if metrics.get("done"):
+                report("refine", metrics.get("refine_seconds", 0.0))
+                report("gate", metrics["gate_seconds"])
+                report("done", time.perf_counter() - started, threads=torch.get_num_threads())
+                if cached and not cached.exists():
+                    cached.write_text(json.dumps(metrics["base_probe"]))
+                break
+            if loaded_at is None:
+                loaded_at = True
+                report("setup", time.perf_counter() - started - metrics["seconds"])
+            report("step", metrics["seconds"], tokens=metrics["tokens"])
+    return 0
+
+
+def _run_update(
+    samples: Path, threads: int, limit_s: float, out: Path, base_probe: Path
+) -> tuple[dict[str, float | None], bool, bool]:
+    """A child update at nice 10: its stage seconds (None: not reached), whether it finished,
+    and whether it was stopped at ``limit_s``."""
+    command = [
+        *("nice", "-n", "10"),
+        sys.executable,
+        *("-m", "bench.train_under_load", "--child"),
+        *("--samples", str(samples), "--threads", str(threads), "--out", str(out)),
+        *("--base-probe", str(base_probe)),
+    ]
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    stages: dict[str, float | None] = dict.fromkeys([*STAGES, "tokens_per_s"])
+    lines: list[dict[str, Any]] = []
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("{"):
+                lines.append(json.loads(line))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    stopped = False
+    try:
+        process.wait(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 9)
+        process.wait()
+        stopped = True
+    finished = process.returncode == 0
+    reader.join(timeout=10)
+    step_seconds, step_tokens = 0.0, 0.0
+    setup = None
+    for entry in lines:
+        if entry["stage"] == "setup":
+            setup = stages["load_and_prepare"] = entry["seconds"]
+        elif entry["stage"] == "refine":
+            stages["refine"] = entry["seconds"]
+            if setup is not None:
+                stages["load_and_prepare"] = setup - entry["seconds"]
+        elif entry["stage"] == "step":
+            step_seconds += entry["seconds"]
+            step_tokens += entry["tokens"]
+            stages["steps"] = step_seconds
+        elif entry["stage"] == "gate":
+            stages["gate"] = entry["seconds"]
+        elif entry["stage"] == "done":
+            stages["total"] = entry["seconds"]
+    if step_seconds:
+        stages["tokens_per_s"] = step_tokens / step_seconds
+    return stages, finished, stopped
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}"
+
+
+def _ratio(quiet: float | None, busy: float | None) -> str:
+    """Busy speed as a fraction of quiet speed (quiet seconds / busy seconds)."""
+    if quiet is None or busy is None or busy == 0:
+        return "—"
+    return f"{quiet / busy:.2f}×"
+
+
+def _outer(args: argparse.Namespace) -> int:
+    from bench.engine_servers import running_llamacpp
+    from trainer.threads import threads_left_by_serving
+    from webapp.infra.llamacpp_server import default_threads
+
+    default_train = threads_left_by_serving(
+        cores=os.cpu_count() or 1, serving_threads=default_threads()
+    )
+    counts = [count or default_train for count in args.threads]
+    folder = Path(tempfile.mkdtemp(prefix="parley-train-under-load-"))
+    gguf = ROOT / "var" / "cache" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    results: list[dict[str, Any]] = []
+    print(f"bench | starting the llama.cpp engine ({default_threads()} thread)", flush=True)
+    with running_llamacpp(MODEL_DIR, gguf) as server:
+        print(f"bench | sampling {BATCH} answers and 10 held back from the engine", flush=True)
+        samples = folder / "samples.json"
+        samples.write_text(json.dumps(_answers(server.url, server.headers, BATCH + 10)))
+        # The base model's probe figures are measured once per deployment and kept (version 0):
+        # a first, untimed update measures them, as the first update of a new Parley does.
+        print("bench | a first update, untimed: the base model's probe figures", flush=True)
+        base_probe = folder / "base_probe.json"
+        _run_update(samples, counts[-1], args.limit_s, folder / "adapter-first", base_probe)
+        for threads in counts:
+            for busy in (False, True):
+                label = f"{threads} thread(s), {'busy' if busy else 'quiet'}"
+                print(f"bench | update: {label}", flush=True)
+                out = folder / f"adapter-{threads}-{int(busy)}"
+                if busy:
+                    with Clients(server.url, server.headers, args.clients) as clients:
+                        stages, finished, stopped = _run_update(
+                            samples, threads, args.limit_s, out, base_probe
+                        )
+                    serving = clients.tokens_per_second
+                else:
+                    stages, finished, stopped = _run_update(
+                        samples, threads, args.limit_s, out, base_probe
+                    )
+                    serving = None
+                results.append(
+                    {
+                        "threads": threads,
+                        "busy": busy,
+                        "finished": finished,
+                        "stopped": stopped,
+                        "clients": args.clients if busy else 0,
+                        "serving_tokens_per_s": serving,
+                        **stages,
+                    }
+                )
+                print(f"bench |   {json.dumps(results[-1])}", flush=True)
+    _print_table(results, limit_s=args.limit_s)
+    record(
+        "train_under_load",
+        {"clients": args.clients, "limit_s": args.limit_s, "cpus": os.cpu_count(), "runs": results},
+    )
+    return 0
+
+
+def _print_table(results: list[dict[str, Any]], *, limit_s: float) -> None:
+    print()
+    print("| torch threads | stage | quiet s | busy s | busy speed / quiet |")
+    print("| --- | --- | --- | --- | --- |")
+    by = {(r["threads"], r["busy"]): r for r in results}
+    for threads in dict.fromkeys(r["threads"] for r in results):
+        quiet, busy = by[(threads, False)], by[(threads, True)]
+        for column in STAGES:
+            busy_text = _fmt(busy.get(column))
+            if column == "total" and not busy["finished"]:
+                busy_text = f"> {limit_s:.0f} (stopped)" if busy["stopped"] else "failed"
+            print(
+                f"| {threads} | {column} | {_fmt(quiet.get(column))} | {busy_text} "
+                f"| {_ratio(quiet.get(column), busy.get(column))} |"
+            )
+        print(
+            f"| {threads} | training tokens/s | {_fmt(quiet.get('tokens_per_s'))} "
+            f"| {_fmt(busy.get('tokens_per_s'))} | "
+            f"{_ratio(busy.get('tokens_per_s'), quiet.get('tokens_per_s'))} |"
+        )
+        print(
+            f"| {threads} | engine tok/s to {busy['clients']} clients | — "
+            f"| {_fmt(busy.get('serving_tokens_per_s'))} | — |"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        nargs="+",
+        default=[os.cpu_count() or 1, 0],
+        help="torch threads of each run (0: Parley's default); default: torch's own, then 0",
+    )
+    parser.add_argument("--limit-s", type=float, default=420.0)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--samples", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--base-probe", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    return _child(args) if args.child else _outer(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
