@@ -13,15 +13,28 @@ from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
+FIRST, NEXT, LATER = 0, 3, 6
+"""Message priorities on the broker. Redis has none of its own: kombu keeps one list per
+priority step of each queue (0, 3, 6, 9) and a worker takes from the lowest step first (a
+message without a priority counts as 0, so every route names one). First what a person waits
+for on the page (the answers to compare after a 👎), next judging, later the rest (titles,
+the periodic sweeps)."""
+
 app = Celery("parley")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(
     task_queues=(Queue("judge"), Queue("train")),
     task_default_queue="judge",
-    # Training on its own queue (one worker, concurrency 1); everything else on "judge".
+    # Training on its own queue (one worker, concurrency 1); everything else on "judge", where
+    # what a person waits for on the page takes the judge worker's next free slot. Exact names
+    # are matched before the pattern.
     task_routes={
         "webapp.learning.tasks.maybe_train": {"queue": "train"},
         "webapp.learning.tasks.train_update": {"queue": "train"},
+        "webapp.learning.tasks.sample_alternatives": {"queue": "judge", "priority": FIRST},
+        "webapp.learning.tasks.judge_message": {"queue": "judge", "priority": NEXT},
+        "webapp.chat.tasks.finalize_conversation": {"queue": "judge", "priority": NEXT},
+        "*": {"queue": "judge", "priority": LATER},
     },
     task_acks_late=True,
     task_reject_on_worker_lost=True,

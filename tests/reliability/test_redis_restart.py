@@ -66,9 +66,12 @@ def broker(own_redis) -> Iterator[EmbeddedRedis]:
 
 
 def _queued(server: EmbeddedRedis, queue: str = "judge") -> list[dict]:
+    """The messages waiting on ``queue``, in the order a worker takes them: kombu keeps one
+    list per priority step (webapp/celery.py), lowest first, each popped from its right end."""
     client = redis_py.Redis(unix_socket_path=str(server.socket_path))
+    lists = [queue, *(f"{queue}\x06\x16{step}" for step in (3, 6, 9))]
     try:
-        return [json.loads(raw) for raw in client.lrange(queue, 0, -1)]
+        return [json.loads(raw) for key in lists for raw in reversed(client.lrange(key, 0, -1))]
     finally:
         client.close()
 
@@ -129,7 +132,12 @@ def test_with_the_broker_down_feedback_is_stored_and_the_sweep_queues_it_later(
 
     broker.start()
     assert _tasks(broker) == []  # nothing reached the broker while it was down
-    assert requeue_pending() == {"messages": 1, "conversations": 0, "updates": 0}
+    assert requeue_pending() == {
+        "messages": 1,
+        "conversations": 0,
+        "updates": 0,
+        "alternatives": 0,
+    }
     assert _tasks(broker) == [(JUDGE, [answer.pk])]
     assert Feedback.objects.count() == 1
 

@@ -208,15 +208,6 @@ def assistant_message_finish(
     return message
 
 
-def assistant_messages_abandon(*, message_ids: Iterable[int]) -> int:
-    """Answers still marked as being written whose writing died with its process: stopped.
-
-    An answer's text is stored when it ends, so nothing of it is kept. Returns how many."""
-    return Message.objects.filter(pk__in=list(message_ids), status=Message.Status.STREAMING).update(
-        status=Message.Status.STOPPED, completed_at=timezone.now()
-    )
-
-
 @transaction.atomic
 def message_select(*, message: Message) -> Message:
     """Show ``message`` at its fork of the transcript (sibling navigation)."""

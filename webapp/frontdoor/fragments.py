@@ -21,8 +21,6 @@ from webapp.frontdoor.selectors import PageEntry, page_entry, page_transcript
 from webapp.learning.comparisons import comparison_view
 from webapp.learning.selectors import learning_status
 
-COMPARE_POLLS = 45
-"""How many times (2 s apart) a 👎'd answer asks whether the answers to compare are written."""
 STATUS_POLLS = 90
 """How many times (2 s apart) an answer asks for its status while its feedback waits for the
 judge; after that the status is pushed when the judge gets to it."""
@@ -81,20 +79,13 @@ def render_learning_status(*, message: Message, poll: int = 0) -> str:
     )
 
 
-def render_compare(*, message: Message, polls: int = 0, error: str = "") -> str:
-    """Below a 👎'd answer, the comparison: the answers sampled beside ``message`` to choose from, a
-    note while they are written (asked again ``polls`` times so far), or the choice made."""
+def render_compare(*, message: Message, error: str = "") -> str:
+    """Below a 👎'd answer, the comparison: the answers sampled beside ``message`` to choose from,
+    where they stand while they are on their way (asked again every few seconds, and at once
+    when their job changes), why none could be written, or the choice made."""
     view = comparison_view(disliked=message)
     return render_to_string(
-        "chat/_compare.html",
-        {
-            "message": message,
-            "view": view,
-            "polls": polls,
-            "next_poll": polls + 1,
-            "gave_up": polls >= COMPARE_POLLS,
-            "error": error,
-        },
+        "chat/_compare.html", {"message": message, "view": view, "error": error}
     )
 
 

@@ -31,9 +31,10 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.utils import timezone
 
+from webapp.chat.abandoned import assistant_messages_abandon
 from webapp.chat.groups import conversation_group, fragment_event
 from webapp.chat.models import Conversation, Message
-from webapp.chat.services import assistant_message_finish, assistant_messages_abandon
+from webapp.chat.services import assistant_message_finish
 from webapp.core.leases import lease_drop, lease_renew, leases_held
 from webapp.core.limits import StreamSlot
 from webapp.frontdoor import fragments

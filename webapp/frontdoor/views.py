@@ -227,9 +227,5 @@ def message_compare(request: HttpRequest, pk: int) -> HttpResponse:
                 error = str(exc)
         if not request.htmx and not error:
             return _back_to(message)
-    try:
-        polls = max(0, min(int(request.GET.get("poll", "0")), fragments.COMPARE_POLLS))
-    except ValueError:
-        polls = 0
-    html = fragments.render_compare(message=message, polls=polls, error=error)
+    html = fragments.render_compare(message=message, error=error)
     return HttpResponse(html, status=400 if error and not request.htmx else 200)

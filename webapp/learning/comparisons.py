@@ -17,20 +17,27 @@ train) and while the 👎 is still bare; a 👎 withdrawn later takes the chosen
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Literal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from webapp.chat.models import Feedback, Message
 from webapp.core.outbox import Task, enqueue
-from webapp.learning.alternatives import chosen_fingerprint
-from webapp.learning.models import Comparison, Judgement, Sample
+from webapp.learning.alternatives import chosen_fingerprint, prompt_job
+from webapp.learning.models import AlternativesJob, Comparison, Judgement, Sample
 from webapp.learning.notify import push_learning_status
 
 COMPARISON_VERSION = "comparison-v1"
 
-State = Literal["none", "pending", "ready", "done"]
+State = Literal["none", "queued", "writing", "ready", "failed", "done"]
+
+BUSY_AFTER = timedelta(seconds=5)
+"""Answers not started this long after the 👎 wait for a busy machine: the page says so."""
+CHATS_RECENT = timedelta(minutes=15)
+"""Chat answers marked as being written for longer than this are not counted as busy work."""
 
 
 class ComparisonInvalid(ValueError):
@@ -77,13 +84,50 @@ def _dislike_waiting(disliked: Message) -> bool:
 
 @dataclass(frozen=True)
 class ComparisonView:
-    """What a 👎'd answer shows below it: the state, the answers offered and the choice made."""
+    """What a 👎'd answer shows below it: the state, the answers offered and the choice made,
+    and while the answers are on their way, what they wait for."""
 
     state: State
     """none: nothing to compare (not a bare 👎, turned off, no consent, or the 👎's group
-    already trained); pending: the answers are being written; ready: offered; done: compared."""
+    already trained); queued: the 👎 is being read or the answers wait for the machine;
+    writing: being written; ready: offered; failed: none could be written (``error``);
+    done: compared."""
     alternatives: list[Message]
     comparison: Comparison | None = None
+    since: datetime | None = None
+    """When the 👎 was given (queued) or the writing began (writing)."""
+    ahead: int = 0
+    """Other 👎s' answers being written, or queued before these."""
+    chats: int = 0
+    """Chat answers being written now (the machine serves them too)."""
+    error: str = ""
+
+    @property
+    def waited_s(self) -> int:
+        return int((timezone.now() - self.since).total_seconds()) if self.since else 0
+
+    @property
+    def busy(self) -> bool:
+        """Queued past ``BUSY_AFTER``: the machine is busy with other work."""
+        return self.state == "queued" and self.waited_s >= BUSY_AFTER.total_seconds()
+
+    @property
+    def busy_reason(self) -> str:
+        """What the machine is doing instead, in plain words."""
+        parts = []
+        if self.ahead:
+            plural = "s" if self.ahead > 1 else ""
+            parts.append(f"writing other answers for {self.ahead} earlier 👎{plural}")
+        if self.chats:
+            plural = "s" if self.chats > 1 else ""
+            parts.append(f"writing {self.chats} chat answer{plural}")
+        return " and ".join(parts) or "finishing other background work first"
+
+    @property
+    def waited(self) -> str:
+        """How long, in words: "40 s", "3 min"."""
+        seconds = self.waited_s
+        return f"{seconds} s" if seconds < 120 else f"{seconds // 60} min"
 
     @property
     def chosen_number(self) -> int | None:
@@ -94,7 +138,8 @@ class ComparisonView:
 
 
 def comparison_view(*, disliked: Message) -> ComparisonView:
-    """Where the comparison of ``disliked`` stands."""
+    """Where the comparison of ``disliked`` stands, from the database: the answers are shown as
+    soon as they exist, whatever their job says."""
     comparison = Comparison.objects.filter(disliked=disliked).select_related("chosen").first()
     if comparison is not None:
         return ComparisonView("done", alternatives_of(disliked), comparison)
@@ -107,7 +152,40 @@ def comparison_view(*, disliked: Message) -> ComparisonView:
     if not offered:
         return ComparisonView("none", [])
     alternatives = alternatives_of(disliked)
-    return ComparisonView("ready" if alternatives else "pending", alternatives)
+    if alternatives:
+        return ComparisonView("ready", alternatives)
+    job = prompt_job(disliked)
+    if job is None:
+        if Sample.objects.filter(message=disliked).exists():
+            return ComparisonView("none", [])  # read without asking for any (not a bare 👎)
+        # The 👎 waits to be read: reading it queues the answers.
+        given = Feedback.objects.filter(
+            message=disliked, author_id=disliked.conversation.owner_id
+        ).values_list("updated_at", flat=True)
+        return _waiting("queued", since=given.first(), job=None)
+    if job.status == AlternativesJob.Status.QUEUED:
+        return _waiting("queued", since=job.queued_at, job=job)
+    if job.status == AlternativesJob.Status.WRITING:
+        return _waiting("writing", since=job.started_at, job=job)
+    return ComparisonView("failed", [], error=job.error or "the model wrote nothing")
+
+
+def _waiting(
+    state: State, *, since: datetime | None, job: AlternativesJob | None
+) -> ComparisonView:
+    """The answers are on their way: what the machine does meanwhile."""
+    now = timezone.now()
+    others = AlternativesJob.objects.exclude(pk=job.pk) if job else AlternativesJob.objects
+    before = job.queued_at if job is not None else now
+    ahead = others.filter(status=AlternativesJob.Status.WRITING).count()
+    if state == "queued":
+        ahead += others.filter(status=AlternativesJob.Status.QUEUED, queued_at__lt=before).count()
+    chats = Message.objects.filter(
+        role=Message.Role.ASSISTANT,
+        status=Message.Status.STREAMING,
+        created_at__gt=now - CHATS_RECENT,
+    ).count()
+    return ComparisonView(state, [], since=since, ahead=ahead, chats=chats)
 
 
 @transaction.atomic
@@ -127,7 +205,7 @@ def comparison_choose(*, disliked: Message, chosen: Message | None) -> Compariso
     if view.state != "ready":
         raise ComparisonInvalid(
             "There are no other answers to compare with this one"
-            + (" yet." if view.state == "pending" else ".")
+            + (" yet." if view.state in ("queued", "writing") else ".")
         )
     offered = {m.pk: m for m in view.alternatives}
     if chosen is not None and chosen.pk not in offered:

@@ -219,6 +219,38 @@ class Comparison(models.Model):
         return f"{self.chosen_id or 'none'} over message {self.disliked_id}"
 
 
+class AlternativesJob(models.Model):
+    """The writing of the answers beside a bare 👎 (``webapp.learning.alternatives``): where it
+    stands, so a page waiting for them knows from the database whether they are queued, being
+    written, written or could not be. One per disliked answer; the answers themselves belong
+    to its prompt, so a disliked sibling finds them through its own job or a sibling's."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        WRITING = "writing"
+        DONE = "done"
+        FAILED = "failed"
+
+    disliked = models.OneToOneField(
+        "chat.Message", on_delete=models.CASCADE, related_name="alternatives_job"
+    )
+    sample = models.ForeignKey(
+        Sample, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    written = models.PositiveSmallIntegerField(default=0)
+    error = models.CharField(max_length=300, blank=True, help_text="Why none were written.")
+    queued_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "queued_at"])]
+
+    def __str__(self) -> str:
+        return f"alternatives beside message {self.disliked_id}: {self.status}"
+
+
 class LearningPreference(models.Model):
     """A user's say over what their feedback does. ``paused``: their samples are still recorded
     (judged, kept, exportable) but no update trains on them until they resume."""

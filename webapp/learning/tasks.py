@@ -58,8 +58,9 @@ def finalize_conversation(self: CeleryTask, conversation_id: int) -> int | None:
 
 @shared_task(name=Task.SAMPLE_ALTERNATIVES.value)
 def sample_alternatives(sample_id: int) -> int:
-    """A bare 👎: the answers to compare it with (``webapp.learning.alternatives``). Not
-    retried: without them the 👎 still trains, as it did alone."""
+    """A bare 👎: the answers to compare it with (``webapp.learning.alternatives``), at the
+    front of the judge queue. Not retried: without them the 👎 still trains, as it did alone;
+    their job records why, and the sweep queues again a job whose task was lost."""
     return len(alternatives.alternatives_sample(sample_id=sample_id))
 
 
