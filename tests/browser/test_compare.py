@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from tests.browser.busy import LATER_WORK, engine_busy, queue_title_backlog, stack_redis
 from tests.browser.conftest import CHROMIUM
 from tests.browser.test_chat_streaming import ANSWER_TIMEOUT_MS, answer_id, sign_up
 from tests.browser.test_chat_ux import _shot
@@ -69,3 +70,47 @@ def test_a_bare_thumbs_down_offers_other_answers_and_the_choice_is_learnt(stack,
         "SELECT group_key FROM learning_sample WHERE message_id = %s AND reward = -1", (disliked,)
     )
     assert rows[0][1] == disliked_group[0]
+
+
+def test_when_the_machine_is_busy_then_the_comparison_still_arrives_ahead_of_other_work(
+    stack, browser
+) -> None:
+    """Under load: the engine streams other people's answers and the judge queue holds a
+    backlog of titles (each waits for the engine behind chat). The page says the answers are on
+    their way or why they wait, never that they could not be written, and shows them while the
+    backlog is still there: they took the judge worker's next slot."""
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    page = context.new_page()
+    said: list[str] = []
+    try:
+        sign_up(page, stack.web_url, "busy-comparer")
+        with engine_busy(stack, streams=3):
+            page.fill("#composer-input", "Suggest a name for a dog.")
+            page.press("#composer-input", "Enter")
+            page.wait_for_url(re.compile(r"/chat/\d+/$"))
+            page.wait_for_selector(
+                "article.message.assistant.status-complete", timeout=ANSWER_TIMEOUT_MS
+            )
+            disliked = answer_id(page)
+            conversation = int(page.url.rstrip("/").rsplit("/", 1)[1])
+            queue_title_backlog(stack, conversation_id=conversation, count=40)
+            broker = stack_redis(stack)
+            assert broker.llen(LATER_WORK) > 0
+            page.hover(f"#message-{disliked}")
+            page.click(f"#thumb-down-{disliked}")
+            page.wait_for_selector(f"#feedback-panel-{disliked}:has-text('What was wrong?')")
+            page.keyboard.press("Escape")
+            compare = f"#compare-{disliked}"
+            page.wait_for_selector(f"{compare}[data-state]")
+            while page.get_attribute(compare, "data-state") not in ("ready", "failed"):
+                said.append(page.inner_text(compare))
+                page.wait_for_timeout(1000)
+                assert len(said) < ANSWER_TIMEOUT_MS / 1000, said[-1]
+            backlog_left = broker.llen(LATER_WORK)
+            assert page.get_attribute(compare, "data-state") == "ready", page.inner_text(compare)
+            assert page.query_selector_all(f"{compare} li.alternative")
+    finally:
+        context.close()
+    assert not any("could not be written" in text for text in said), said
+    assert all("on their way" in t or "machine is busy" in t or "Writing" in t for t in said), said
+    assert backlog_left > 0, "the answers waited for the whole backlog"
