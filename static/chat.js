@@ -89,9 +89,17 @@
     setStreaming(false);
   });
 
-  document.addEventListener("htmx:wsOpen", function () {
+  document.addEventListener("htmx:wsOpen", function (event) {
     var note = document.getElementById("connection-state");
     if (note) note.textContent = "";
+    // Answers this page shows as being written: the server sends the end of any that ended
+    // while the page loaded or the connection was down (the rest stream on into the page).
+    var writing = Array.prototype.map.call(
+      document.querySelectorAll("article.message.status-streaming"),
+      function (article) { return article.dataset.messageId; });
+    if (writing.length && event.detail && event.detail.socketWrapper) {
+      event.detail.socketWrapper.send(JSON.stringify({ action: "attach", answers: writing }));
+    }
   });
 
   // --- Copy, edit, rename and the feedback panel -------------------------------------------

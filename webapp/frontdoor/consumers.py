@@ -5,7 +5,8 @@ JSON (the htmx ws extension sends a form's fields): ``action`` is ``send`` (a ne
 ``content``), ``answer`` (answer ``parent`` if it has no answer yet; the page sends it when
 it opens on an unanswered message), ``generate`` (a new answer to ``parent``: Regenerate and
 Retry), ``edit`` (``content`` as the new text of the user's ``message``: a new branch, then
-answered) or ``stop``.
+answered), ``stop``, or ``attach`` (the ids of the ``answers`` the page shows as being written,
+sent when its socket opens: those that ended meanwhile are sent as they ended).
 
 The answer is written apart from the page (``webapp.frontdoor.generations``): it streams into
 every open page of the conversation, a page that reloads or closes does not stop it, and a page
@@ -100,6 +101,30 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=html + fragments.composer_state(state="idle"))
         return bool(settled.writing)
 
+    async def _catch_up(self, answers: Any) -> None:
+        """The page shows ``answers`` as being written: send the end of each that has ended
+        (while the page loaded, or while its connection was down)."""
+        ids = (
+            [int(pk) for pk in answers[:50] if str(pk).isdigit()]
+            if isinstance(answers, list)
+            else []
+        )
+        ended = await database_sync_to_async(self._ended)(ids)
+        for message in ended:
+            html = await database_sync_to_async(fragments.render_message_by_id)(
+                message=message, viewer=self.scope["user"]
+            )
+            await self.send(text_data=html)
+        if ended and not await self._settle():
+            await self.send(text_data=fragments.composer_state(state="idle"))
+
+    def _ended(self, ids: list[int]) -> list[Message]:
+        return list(
+            Message.objects.filter(
+                pk__in=ids, conversation=self.conversation, role=Message.Role.ASSISTANT
+            ).exclude(status=Message.Status.STREAMING)
+        )
+
     async def _watch(self) -> None:
         """While an answer this page came to late is written, check that its writer lives (its
         process may die; then nobody would tell this page)."""
@@ -117,7 +142,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except (ValueError, AttributeError, RecursionError):  # not JSON, not an object, too deep
             await self._refuse("That request was not understood.")
             return
-        if action == "stop":
+        if action == "attach":
+            await self._catch_up(data.get("answers"))
+        elif action == "stop":
             if await self._settle():  # its generation shows the answer stopped, then Send
                 await generation_stop(conversation_id=self.conversation.pk)
             else:  # nothing (left) to stop

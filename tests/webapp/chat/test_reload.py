@@ -206,3 +206,20 @@ async def test_an_answer_written_in_another_process_is_followed_until_its_lease_
     assert 'data-state="idle"' in frames[-1]
     (_, stored) = await messages_of(writing.conversation)
     assert stored.status == "stopped"
+
+
+async def test_when_the_answer_ends_while_the_page_loads_then_the_page_is_sent_its_end(
+    alice, gated
+):
+    conversation, _ = await _start_and_leave(alice)
+    page = await _open_page(alice, conversation)  # drawn while the answer is written...
+    (_, reply) = await messages_of(conversation)
+    assert f'id="message-{reply.pk}-stream"' in page
+    gated.gate.set()  # ...which ends before the page's socket opens
+    await asyncio.wait_for(asyncio.gather(*generations.running()), timeout=5)
+    socket = await connected_socket(alice, conversation.pk)
+    await send(socket, action="attach", answers=[str(reply.pk), "x"])
+    frames = await receive_until_idle(socket)
+    await socket.disconnect()
+    assert f'id="message-{reply.pk}"' in frames[0] and "Once upon a time." in frames[0]
+    assert "status-complete" in frames[0]
