@@ -4,8 +4,9 @@ the longest-wait order, side by side in one run.
     python -m bench.newcomer_wait [--regulars 3] [--newcomers 8] [--update-s 90] [--workers 1]
 
 Regular people keep a full batch ready at all times (each always has an update due: "3 other
-people's updates queued"). Newcomers arrive one after another; each gives the 8 pieces of
-feedback that start a first update, one every 20 s. Parley's real scheduler
+people's updates queued"). Newcomers arrive one after another, one every
+six updates' time; each gives the 8 pieces of feedback that start a first update, one every
+20 s. Parley's real scheduler
 (``workflows.claiming``), PostgreSQL, Redis broker and Celery train workers turn it into
 updates; only the trainer is modelled (``bench.modelled_training``): an update takes
 ``--update-s`` seconds, by default about what one update of 8 answers takes on 2 cores while the
@@ -43,6 +44,10 @@ from bench.many_users_run import (
 
 FEEDBACK_GAP_S = 20.0
 """Modelled seconds between a newcomer's pieces of feedback."""
+ARRIVE_EVERY_UPDATES = 6
+"""A newcomer arrives every this many updates' time: the regulars use the rest of the train
+worker's time (with every update due all the time, more newcomers than that would overload
+it, and then the bound on waiting, not the order, decides)."""
 ORDERS = (("turn order (Parley's)", 600), ("longest wait only", 0))
 
 
@@ -60,23 +65,31 @@ def _ready_counts(conversations: list[Any]) -> dict[int, int]:
 
 
 def simulate(
-    *, regulars: int, newcomers: int, workers: int, update_s: float, overdue_s: float
+    *,
+    regulars: int,
+    newcomers: int,
+    workers: int,
+    update_s: float,
+    overdue_s: float,
+    replicas: Replicas,
 ) -> dict[str, Any]:
     """One run in one order; the figures in modelled seconds."""
     from django.conf import settings
     from django.db.models import Max, Min
 
-    from webapp.learning.models import PolicyVersion, Sample
+    from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
     from webapp.learning.workflows import claiming
 
     _reset_database()
     everyone = _people(regulars + newcomers)
     steady, new = everyone[:regulars], everyone[regulars:]
-    overdue_bench = overdue_s / COMPRESSION
+    overdue_bench = round(overdue_s / COMPRESSION)
     settings.TRAIN_WORKERS, settings.TRAIN_PEOPLE_PER_STEP = workers, 1
     settings.TRAIN_OVERDUE_S = overdue_bench
+    settings.VLLM_BASE_URLS = replicas.urls
     env = dict(
         os.environ,
+        VLLM_BASE_URLS=",".join(replicas.urls),
         PARLEY_TRAIN_WORKERS=str(workers),
         PARLEY_TRAIN_PEOPLE_PER_STEP="1",
         PARLEY_TRAIN_OVERDUE_S=str(overdue_bench),
@@ -86,7 +99,7 @@ def simulate(
     running = _start_workers(workers, env)
     rng = random.Random(7)
     gap = FEEDBACK_GAP_S / COMPRESSION
-    arrive_every = 2.5 * update_s / COMPRESSION  # a newcomer every two and a half updates
+    arrive_every = ARRIVE_EVERY_UPDATES * update_s / COMPRESSION
     given = [0] * newcomers
     started = time.monotonic()
     deadline = started + arrive_every * newcomers + 40 * update_s / COMPRESSION
@@ -126,13 +139,30 @@ def simulate(
         for owner, last in last_feedback.items()
         if owner in first_live
     ]
+    first_queued = dict(
+        TrainingUpdate.objects.filter(owner_id__in=list(last_feedback))
+        .values_list("owner_id")
+        .annotate(first=Min("created_at"))
+        .values_list("owner_id", "first")
+    )
+    queued = [
+        (first_queued[owner] - last).total_seconds() * COMPRESSION
+        for owner, last in last_feedback.items()
+        if owner in first_queued
+    ]
+
     return {
+        "updates": TrainingUpdate.objects.count(),
+        "updates_failed": TrainingUpdate.objects.filter(
+            status=TrainingUpdate.Status.FAILED
+        ).count(),
         "regulars": regulars,
         "newcomers": newcomers,
         "with_version": len(waits),
         "workers": workers,
         "update_s": update_s,
         "overdue_s": overdue_s,
+        "newcomer_queued_p50_s": percentile(queued, 0.5) if queued else float("nan"),
         "newcomer_live_p50_s": percentile(waits, 0.5) if waits else float("nan"),
         "newcomer_live_max_s": max(waits, default=float("nan")),
     }
@@ -149,7 +179,7 @@ def _inner(args: argparse.Namespace) -> int:
 
     call_command("migrate", "--noinput", verbosity=0)
     rows = []
-    with Replicas(count=1):
+    with Replicas(count=1) as replicas:
         for label, overdue_s in ORDERS:
             print(f"bench | {label}", flush=True)
             figures = simulate(
@@ -158,6 +188,7 @@ def _inner(args: argparse.Namespace) -> int:
                 workers=args.workers,
                 update_s=args.update_s,
                 overdue_s=overdue_s,
+                replicas=replicas,
             )
             rows.append({"order": label, **figures})
             record("newcomer_wait", rows[-1])
