@@ -11,6 +11,7 @@ among the train workers, and never fewer than one.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 
 
@@ -25,6 +26,26 @@ def threads_left_by_serving(*, cores: int, serving_threads: int, train_workers: 
     1
     """
     return max(1, (cores - serving_threads) // max(1, train_workers))
+
+
+def train_threads(setting: int, *, serving_threads: int, train_workers: int) -> int:
+    """A train worker's threads: ``setting`` (``PARLEY_TRAIN_THREADS``) where it is above 0,
+    else its share of the cores serving leaves; ``serving_threads`` 0 means serving's default,
+    half the cores (``PARLEY_SERVE_THREADS``).
+
+    >>> train_threads(3, serving_threads=0, train_workers=1)
+    3
+    >>> train_threads(0, serving_threads=os.cpu_count() or 1, train_workers=1)
+    1
+    """
+    if setting > 0:
+        return setting
+    cores = os.cpu_count() or 1
+    return threads_left_by_serving(
+        cores=cores,
+        serving_threads=serving_threads or max(1, cores // 2),
+        train_workers=train_workers,
+    )
 
 
 @contextlib.contextmanager

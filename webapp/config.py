@@ -60,6 +60,11 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+def gpu_host() -> bool:
+    """Whether this host has an NVIDIA GPU (its device file; no driver call, no torch)."""
+    return Path("/dev/nvidia0").exists()
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     value = os.environ.get(name, "")
     return [item.strip() for item in value.split(",") if item.strip()] if value else default

@@ -8,7 +8,6 @@ read here.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from trainer import refusals  # pure: the defaults the offline replay shares
@@ -16,7 +15,6 @@ from trainer.claim import ClaimRules  # pure: the claim rules' defaults, shared 
 from trainer.config import UpdateConfig  # pure: the trainer's own defaults
 from trainer.gate import GateThresholds  # pure: the gate's defaults, shared with the replay
 from trainer.judge import JUDGE_KINDS  # pure: the judges there are
-from trainer.threads import threads_left_by_serving  # pure: training's share of the cores
 from webapp.config import (
     ConfigError,
     EmbeddedInfraMissing,
@@ -29,6 +27,7 @@ from webapp.config import (
     env_list,
     env_networks,
     env_str,
+    gpu_host,
     infra_urls,
     judge_api_key,
     secret_key,
@@ -290,8 +289,7 @@ DISLIKE_ALTERNATIVES = env_int("PARLEY_DISLIKE_ALTERNATIVES", 3)
 # Training: an update runs when this many samples are ready, or the oldest has waited this long.
 TRAIN_BATCH_SIZE = env_int("PARLEY_TRAIN_BATCH_SIZE", ClaimRules.batch_size)
 TRAIN_MAX_WAIT_S = env_int("PARLEY_TRAIN_MAX_WAIT_S", int(ClaimRules.max_wait_s))
-# Feedback that has waited this long goes before newcomers' first versions (trainer.turn_order).
-TRAIN_OVERDUE_S = env_int("PARLEY_TRAIN_OVERDUE_S", 600)
+TRAIN_OVERDUE_S = env_int("PARLEY_TRAIN_OVERDUE_S", 600)  # then it goes first (trainer.turn_order)
 TRAIN_ALGORITHM = env_str("PARLEY_TRAIN_ALGORITHM", "combined")
 # Overrides of trainer.config.UpdateConfig defaults (empty: the dataclass's own default).
 TRAIN_LR = env_float("PARLEY_TRAIN_LR", 0.0) or None
@@ -302,19 +300,9 @@ TRAIN_REFINE_MAX_TOKENS = env_int("PARLEY_TRAIN_REFINE_MAX_TOKENS", -1)
 TRAIN_BATCH_BASELINE = env_bool("PARLEY_TRAIN_BATCH_BASELINE", UpdateConfig.batch_baseline)
 # Updates of different lineages at once across the deployment (Procfile: the train concurrency).
 TRAIN_WORKERS = max(1, env_int("PARLEY_TRAIN_WORKERS", 1))
-# torch's threads in each train worker; 0: the cores the serving engine leaves, split among the
-# train workers (trainer.threads: threads that lose their core to serving stall each other).
-TRAIN_THREADS = env_int("PARLEY_TRAIN_THREADS", 0) or threads_left_by_serving(
-    cores=os.cpu_count() or 1,
-    serving_threads=SERVE_THREADS or max(1, (os.cpu_count() or 2) // 2),
-    train_workers=TRAIN_WORKERS,
-)
-# People whose updates one worker trains in one stacked run (trainer.multi_person); 1: alone.
-# Default: 8 where training has a GPU; 1 on a CPU host, where a stacked run shares its cores with
-# serving and everyone in it waits for the slowest (bench.train_under_load, docs/benchmarks.md).
-TRAIN_PEOPLE_PER_STEP = max(
-    1, env_int("PARLEY_TRAIN_PEOPLE_PER_STEP", 8 if Path("/dev/nvidia0").exists() else 1)
-)
+TRAIN_THREADS = env_int("PARLEY_TRAIN_THREADS", 0)  # torch's per worker; 0: what serving leaves
+# People one worker trains in one stacked run (trainer.multi_person): 8 on a GPU host, else 1.
+TRAIN_PEOPLE_PER_STEP = max(1, env_int("PARLEY_TRAIN_PEOPLE_PER_STEP", 8 if gpu_host() else 1))
 # More than 1: each update runs as that many processes, one per GPU (accelerate launch).
 TRAIN_PROCESSES = env_int("PARLEY_TRAIN_PROCESSES", 1)
 # The probe gate refuses a candidate that is broken or worse, never one that is different:

@@ -32,3 +32,10 @@ def test_the_module_examples_hold() -> None:
     import trainer.threads
 
     assert doctest.testmod(trainer.threads).failed == 0
+
+
+def test_a_setting_above_zero_is_taken_as_it_is() -> None:
+    from trainer.threads import train_threads
+
+    assert train_threads(3, serving_threads=1, train_workers=4) == 3
+    assert train_threads(0, serving_threads=64, train_workers=1) == 1

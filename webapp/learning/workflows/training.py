@@ -27,6 +27,7 @@ from django.conf import settings
 from django.db import connection
 
 from trainer.gate import GateThresholds
+from trainer.threads import train_threads
 from webapp.chat.models import Message
 from webapp.core.outbox import Task, enqueue
 from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
@@ -190,7 +191,11 @@ def train_job(*, update: TrainingUpdate) -> TrainJob:
         gate=gate_thresholds(),
         holdout=sample_rows(summary.get("holdout_ids", [])),
         fresh=sample_rows(summary.get("fresh_ids", [])),
-        threads=settings.TRAIN_THREADS,
+        threads=train_threads(
+            settings.TRAIN_THREADS,
+            serving_threads=settings.SERVE_THREADS,
+            train_workers=settings.TRAIN_WORKERS,
+        ),
     )
 
 
