@@ -59,6 +59,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
     conversation: Conversation
     watching: asyncio.Task[None] | None = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ends_shown: set[int] = set()  # answers whose end this page was sent
+
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
@@ -80,7 +84,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await generation_attach(
                 conversation_id=self.conversation.pk, reply_to=self.channel_name
             )
-            self.watching = asyncio.create_task(self._watch())
+            self._follow()
 
     async def disconnect(self, code: int) -> None:
         # The answer goes on without this page: it is stored, and shown to the next one.
@@ -92,44 +96,65 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def _settle(self) -> bool:
         """Whether an answer of this conversation is being written; an answer whose writing
         died with its process is stored as stopped, and the page shows it so at once."""
+        return bool(await self._writing())
+
+    async def _writing(self) -> set[int]:
         settled = await database_sync_to_async(answers_settle)(conversation_id=self.conversation.pk)
-        for message_id in settled.stopped:
-            message = await database_sync_to_async(Message.objects.get)(pk=message_id)
+        if settled.stopped:
+            await self._show(settled.stopped, idle=not settled.writing)
+        return set(settled.writing)
+
+    async def _show(self, message_ids: Any, *, idle: bool) -> None:
+        """Send these answers of the conversation as they are stored (and Send, if ``idle``)."""
+        for message in await database_sync_to_async(self._answers)(message_ids):
             html = await database_sync_to_async(fragments.render_message_by_id)(
                 message=message, viewer=self.scope["user"]
             )
-            await self.send(text_data=html + fragments.composer_state(state="idle"))
-        return bool(settled.writing)
+            await self.send(text_data=html)
+        if idle:
+            await self.send(text_data=fragments.composer_state(state="idle"))
+
+    def _answers(self, message_ids: Any) -> list[Message]:
+        return list(
+            Message.objects.filter(
+                pk__in=message_ids, conversation=self.conversation, role=Message.Role.ASSISTANT
+            ).order_by("pk")
+        )
 
     async def _catch_up(self, answers: Any) -> None:
         """The page shows ``answers`` as being written: send the end of each that has ended
         (while the page loaded, or while its connection was down)."""
         ids = (
-            [int(pk) for pk in answers[:50] if str(pk).isdigit()]
+            {int(pk) for pk in answers[:50] if str(pk).isdigit()}
             if isinstance(answers, list)
-            else []
+            else set()
         )
-        ended = await database_sync_to_async(self._ended)(ids)
-        for message in ended:
-            html = await database_sync_to_async(fragments.render_message_by_id)(
-                message=message, viewer=self.scope["user"]
-            )
-            await self.send(text_data=html)
-        if ended and not await self._settle():
-            await self.send(text_data=fragments.composer_state(state="idle"))
+        writing = await self._writing()
+        if ids - writing:
+            await self._show(ids - writing, idle=not writing)
 
-    def _ended(self, ids: list[int]) -> list[Message]:
-        return list(
-            Message.objects.filter(
-                pk__in=ids, conversation=self.conversation, role=Message.Role.ASSISTANT
-            ).exclude(status=Message.Status.STREAMING)
-        )
+    def _follow(self) -> None:
+        if self.watching is None or self.watching.done():
+            self.watching = asyncio.create_task(self._watch())
 
     async def _watch(self) -> None:
-        """While an answer this page came to late is written, check that its writer lives (its
-        process may die; then nobody would tell this page)."""
-        while await self._settle():
+        """While answers of this conversation are written, check every few seconds that their
+        writer lives (its process may die, and then nobody would tell this page), and when one
+        ends, that this page was sent its end: a message on the channel layer can be lost
+        (channels-redis drops one now and then when another page's socket closes mid-receive)."""
+        following = await self._writing()
+        while following:
             await asyncio.sleep(LEASE_TTL_S / 2)
+            writing = await self._writing()
+            missed = following - writing - self.ends_shown
+            if missed:
+                await self._show(missed, idle=not writing)
+            following = writing
+
+    async def chat_answer_end(self, event: dict[str, Any]) -> None:
+        """The end of an answer (``webapp.frontdoor.generations``): pass it to the page."""
+        self.ends_shown.add(event["message"])
+        await self.send(text_data=event["html"])
 
     async def chat_fragment(self, event: dict[str, Any]) -> None:
         """``group_send(conversation_group(id), fragment_event(html))``: pass it to the page."""
@@ -302,6 +327,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 slot=slot,
                 stream_chat=stream_chat,  # looked up here, so a test can stand in for the model
             )
+            self._follow()
         except BaseException:
             await slot.release()
             raise

@@ -232,7 +232,14 @@ class Generation:
             message=finished, viewer=self.user
         )
         try:
-            await self._to_pages(html + fragments.composer_state(state="idle"))
+            await self.layer.group_send(
+                conversation_group(self.answer.conversation_id),
+                {
+                    "type": "chat.answer_end",  # ChatConsumer.chat_answer_end
+                    "message": self.answer.pk,
+                    "html": html + fragments.composer_state(state="idle"),
+                },
+            )
         except Exception:  # no page to tell: the answer is stored, a page opened later shows it
             log.warning("could not show the end of answer %s", self.answer.pk, exc_info=True)
 
