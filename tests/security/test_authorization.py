@@ -36,6 +36,7 @@ def test_every_web_object_url_answers_another_users_ids_with_404(client, alice, 
     gets = [
         reverse("chat:conversation", args=[conversation]),
         reverse("privacy:delete", args=[conversation]),
+        reverse("chat:learning_status", args=[answer]),
     ]
     posts = [
         (reverse("chat:rename", args=[conversation]), {"title": "mine now"}),
@@ -67,6 +68,8 @@ def test_lists_searches_and_the_export_hold_only_my_things(client, alice, bob) -
         reverse("chat:list") + "?q=private",
         reverse("privacy:my_data"),
         reverse("api_keys"),
+        reverse("mymodel:index"),
+        reverse("mymodel:progress") + "?on=chat",
     ):
         page = client.get(url).content.decode()
         assert "bob" not in page.lower(), url
