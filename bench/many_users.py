@@ -45,7 +45,9 @@ def in_scratch_infra(module: str) -> int:
     return subprocess.run(launcher, cwd=ROOT, env=env, check=False).returncode
 
 
-def _inner(args: argparse.Namespace) -> int:
+def django_compressed() -> None:
+    """Django set up in the scratch database, migrated, with the batch size and the batch wait
+    (time-compressed) the scheduling benchmarks run with."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
     os.environ["PARLEY_TRAIN_MAX_WAIT_S"] = str(round(600 / COMPRESSION))
     os.environ["PARLEY_TRAIN_BATCH_SIZE"] = str(BATCH)
@@ -54,9 +56,13 @@ def _inner(args: argparse.Namespace) -> int:
     django.setup()
     from django.core.management import call_command
 
+    call_command("migrate", "--noinput", verbosity=0)
+
+
+def _inner(args: argparse.Namespace) -> int:
+    django_compressed()
     from bench.many_users_run import Replicas, simulate
 
-    call_command("migrate", "--noinput", verbosity=0)
     rows: list[dict[str, Any]] = []
     with Replicas(count=args.replicas) as replicas:
         for people in args.people:

@@ -216,13 +216,15 @@ def simulate(
     _reset_database()
     replicas.reset()
     conversations = _people(people)
-    settings.TRAIN_WORKERS = workers
+    # The updates modelled are a GPU's, and so is its default of people per stacked run.
+    settings.TRAIN_WORKERS, settings.TRAIN_PEOPLE_PER_STEP = workers, 8
     settings.VLLM_BASE_URLS = replicas.urls  # the unload sweep's, run here as beat would
     settings.ADAPTER_UNLOAD_GRACE_S = round(900 / COMPRESSION)
     env = dict(
         os.environ,
         VLLM_BASE_URLS=",".join(replicas.urls),
         PARLEY_TRAIN_WORKERS=str(workers),
+        PARLEY_TRAIN_PEOPLE_PER_STEP="8",
         PARLEY_BENCH_UPDATE_S=str(update_s),
         PARLEY_ADAPTERS_DIR=tempfile.mkdtemp(prefix="parley-many-users-adapters-"),
     )

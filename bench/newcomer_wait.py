@@ -30,7 +30,7 @@ import time
 from typing import Any
 
 from bench.common import percentile, record
-from bench.many_users import in_scratch_infra
+from bench.many_users import django_compressed, in_scratch_infra
 from bench.many_users_figures import BATCH
 from bench.many_users_run import (
     COMPRESSION,
@@ -169,15 +169,7 @@ def simulate(
 
 
 def _inner(args: argparse.Namespace) -> int:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
-    os.environ["PARLEY_TRAIN_MAX_WAIT_S"] = str(round(600 / COMPRESSION))
-    os.environ["PARLEY_TRAIN_BATCH_SIZE"] = str(BATCH)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", "--noinput", verbosity=0)
+    django_compressed()
     rows = []
     with Replicas(count=1) as replicas:
         for label, overdue_s in ORDERS:
