@@ -16,7 +16,7 @@ PROMPT = "Tell me a long story about a lighthouse keeper and a storm, with many 
 
 
 @contextmanager
-def engine_busy(stack, *, streams: int = 3, max_tokens: int = 300) -> Iterator[list[int]]:
+def engine_busy(stack, *, streams: int = 2, max_tokens: int = 200) -> Iterator[list[int]]:
     """``streams`` answers at once straight from the engine, each asked again as soon as it
     ends, until the block ends; yields the count of answers finished so far."""
     stop = threading.Event()

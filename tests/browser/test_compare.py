@@ -84,7 +84,7 @@ def test_when_the_machine_is_busy_then_the_comparison_still_arrives_ahead_of_oth
     said: list[str] = []
     try:
         sign_up(page, stack.web_url, "busy-comparer")
-        with engine_busy(stack, streams=3):
+        with engine_busy(stack, streams=2):
             page.fill("#composer-input", "Suggest a name for a dog.")
             page.press("#composer-input", "Enter")
             page.wait_for_url(re.compile(r"/chat/\d+/$"))

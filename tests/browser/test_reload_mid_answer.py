@@ -40,7 +40,7 @@ def test_when_the_page_reloads_mid_answer_then_it_keeps_streaming_and_stop_still
     page = context.new_page()
     try:
         sign_up(page, stack.web_url, "reloader")
-        with engine_busy(stack, streams=3):
+        with engine_busy(stack, streams=2):
             page.fill("#composer-input", "Hello!")
             page.press("#composer-input", "Enter")
             page.wait_for_url(re.compile(r"/chat/\d+/$"))
