@@ -184,9 +184,10 @@ def probe_model(
 
     Only what the gate's decision needs is measured: ``base_probe``, the base's probe figures
     when already measured (its greedy answers to the fixed probe prompts and its perplexity
-    depend on nothing else), is taken as it is; the base's answers to the held-back prompts are
-    generated only when the candidate has more answers of some kind than the live version (the
-    gate refuses only ``count > max(live, base + extra)``, never when ``count <= live``).
+    depend on nothing else), is taken as it is. The gate refuses on the held-back prompts only
+    where ``count > max(live, base + extra)``: so the live version answers them only when the
+    candidate gave an empty or looping answer (``held_back_live_*`` is absent otherwise), and
+    the base only when the candidate gave more of a kind than the live version.
 
     ``live_weights``: the LoRA weights of the live version (``lora_snapshot`` before the
     update); None means the live version is the base (the first update). ``holdout``: recent
@@ -244,6 +245,8 @@ def probe_model(
     if prompts:
         candidate["held_back_prompts"] = float(len(prompts))
         candidate |= _held_back_counts(model, tokenizer, prompts, "held_back")
+    if prompts and any(candidate[f"held_back_{k}"] for k in HELD_BACK_KINDS):
+        # Something the gate could refuse: the live version's answers (and the base's) decide.
         if live_weights is None:  # the live version is the base
             with base():
                 base_figures |= _held_back_counts(model, tokenizer, prompts, "held_back")

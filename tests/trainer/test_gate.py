@@ -212,7 +212,13 @@ def test_a_broken_update_is_refused_and_a_small_useful_one_passes(
     assert useful["probe"]["fresh_feedback_samples"] == 1
     assert useful["probe"]["fresh_feedback_delta"] > 0
     assert useful["probe"]["held_back_prompts"] == 4  # their answers counted for loops
-    assert {"held_back_repeating", "held_back_empty"} <= useful["base_probe"].keys()
+    # the base answered them only if the candidate gave more bad answers than the live version
+    counts = useful["probe"]
+    worse = any(
+        counts[f"held_back_{kind}"] > counts.get(f"held_back_live_{kind}", 0.0)
+        for kind in ("repeating", "empty")
+    )
+    assert ({"held_back_repeating", "held_back_empty"} <= useful["base_probe"].keys()) == worse
     assert gate_decision(useful["probe"], useful["base_probe"], **defaults) == (True, [])
     broken = _update(tiny_model_dir, tmp_path / "broken", lr=1.0)
     passed, reasons = gate_decision(broken["probe"], broken["base_probe"], **defaults)
@@ -359,9 +365,10 @@ def test_a_change_of_mind_outranks_older_feedback_at_the_gate() -> None:
 def test_the_gate_generates_only_the_answers_its_decision_needs(
     prepared_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A candidate that answers the held-back prompts no worse than the live version needs no
-    base answers to them (the gate refuses only more than both); the base's probe figures, once
-    measured, are taken as they are."""
+    """The gate refuses on the held-back prompts only where the candidate answers worse than
+    both the live version and the base: without a bad answer of its own neither is asked; with
+    one no worse than live's, the base is not; the base's probe figures, once measured, are
+    taken as they are."""
     from trainer import probing
     from trainer.policy import load_policy, lora_snapshot
 
@@ -376,16 +383,24 @@ def test_the_gate_generates_only_the_answers_its_decision_needs(
         generated.append(len(prompt_ids))
         return real(model, tokenizer, prompt_ids, max_new_tokens)
 
+    def probe(kinds: list[str], **more):
+        generated.clear()
+        monkeypatch.setattr(probing, "degenerate_kinds", lambda *a, **k: list(kinds))
+        args = (model, tokenizer, PROBE_PROMPTS[:2], PROBE_TEXT)
+        return probing.probe_model(*args, max_new_tokens=4, live_weights=live, holdout=held, **more)
+
     monkeypatch.setattr(probing, "_greedy_answers_to_ids", counting)
-    args = (model, tokenizer, PROBE_PROMPTS[:2], PROBE_TEXT)
-    probe, base = probing.probe_model(*args, max_new_tokens=4, live_weights=live, holdout=held)
-    # candidate and base on the probe prompts, candidate and live on the held-back ones
+    clean, base = probe([])
+    # candidate and base on the probe prompts, the candidate on the held-back ones
+    assert generated == [2, 2, 2]
+    assert "held_back_live_repeating" not in clean and "held_back_repeating" not in base
+    assert gate_decision(clean, base, 100.0, 100.0)[0]
+    looping, base_now = probe(["repeating"])
+    # every answer loops, the live version's as much: live asked, the base not
     assert generated == [2, 2, 2, 2]
-    assert "held_back_repeating" not in base and probe["held_back_prompts"] == 2
-    assert gate_decision(probe, base, 100.0, 100.0)[0]
-    generated.clear()
-    again, cached = probing.probe_model(
-        *args, max_new_tokens=4, live_weights=live, holdout=held, base_probe=base
-    )
-    assert generated == [2, 2, 2]  # the base's probe answers are not generated again
-    assert cached["probe_ppl"] == base["probe_ppl"] and again["probe_kl"] == probe["probe_kl"]
+    assert looping["held_back_repeating"] == looping["held_back_live_repeating"] == 2
+    assert "held_back_repeating" not in base_now
+    assert gate_decision(looping, base_now, 100.0, 100.0, max_degenerate_extra=2)[0]
+    again, cached = probe([], base_probe=base)
+    assert generated == [2, 2]  # the base's probe answers are not generated again
+    assert cached["probe_ppl"] == base["probe_ppl"] and again["probe_kl"] == clean["probe_kl"]
