@@ -30,10 +30,16 @@ def _update_s() -> float:
     return float(os.environ.get("PARLEY_BENCH_UPDATE_S", "0.5"))
 
 
+def _first_update_s() -> float:
+    """A lineage's first update (no adapter to start from): ``PARLEY_BENCH_FIRST_UPDATE_S``,
+    else the same as any other."""
+    return float(os.environ.get("PARLEY_BENCH_FIRST_UPDATE_S") or _update_s())
+
+
 def modelled_update(job: Any, *, record_step: Callable[[dict[str, Any]], None]) -> Any:
     """Take the modelled time of one update and its gate (a ``TrainRun``); an adapter folder
     that passes."""
-    time.sleep(_update_s())
+    time.sleep(_first_update_s() if job.init_adapter_dir is None else _update_s())
     return _passed(job, record_step)
 
 

@@ -4,14 +4,14 @@ the longest-wait order, side by side in one run.
     python -m bench.newcomer_wait [--regulars 3] [--newcomers 8] [--update-s 90] [--workers 1]
 
 Regular people keep a full batch ready at all times (each always has an update due: "3 other
-people's updates queued"). Newcomers arrive one after another, one every
-six updates' time; each gives the 8 pieces of feedback that start a first update, one every
-20 s. Parley's real scheduler
-(``workflows.claiming``), PostgreSQL, Redis broker and Celery train workers turn it into
-updates; only the trainer is modelled (``bench.modelled_training``): an update takes
-``--update-s`` seconds, by default about what one update of 8 answers takes on 2 cores while the
-engine streams to 4 clients (``python -m bench.train_under_load``). Times are compressed like
-``bench.many_users``'s and reported in modelled real seconds.
+people's updates queued"). Newcomers arrive one after another, one every six updates' time;
+each gives the 8 pieces of feedback that start a first update, one every 20 s. Parley's real
+scheduler (``workflows.claiming``), PostgreSQL, Redis broker and Celery train workers turn it
+into updates; only the trainer is modelled (``bench.modelled_training``): an update takes
+``--update-s`` seconds and a lineage's first one ``--first-update-s``, by default what a routine
+update of 8 answers took on 2 cores while the engine streamed to 4 clients
+(``python -m bench.train_under_load``). Times are compressed like ``bench.many_users``'s and
+reported in modelled real seconds.
 
 Two orders, one after the other in the same run: Parley's (``trainer.turn_order``: overdue
 first, then newcomers, then the longest wait) and the longest wait alone
@@ -70,6 +70,7 @@ def simulate(
     newcomers: int,
     workers: int,
     update_s: float,
+    first_update_s: float | None,
     overdue_s: float,
     replicas: Replicas,
 ) -> dict[str, Any]:
@@ -94,6 +95,7 @@ def simulate(
         PARLEY_TRAIN_PEOPLE_PER_STEP="1",
         PARLEY_TRAIN_OVERDUE_S=str(overdue_bench),
         PARLEY_BENCH_UPDATE_S=str(update_s / COMPRESSION),
+        PARLEY_BENCH_FIRST_UPDATE_S=str((first_update_s or update_s) / COMPRESSION),
         PARLEY_ADAPTERS_DIR=tempfile.mkdtemp(prefix="parley-newcomer-adapters-"),
     )
     running = _start_workers(workers, env)
@@ -161,6 +163,7 @@ def simulate(
         "with_version": len(waits),
         "workers": workers,
         "update_s": update_s,
+        "first_update_s": first_update_s or update_s,
         "overdue_s": overdue_s,
         "newcomer_queued_p50_s": percentile(queued, 0.5) if queued else float("nan"),
         "newcomer_live_p50_s": percentile(waits, 0.5) if waits else float("nan"),
@@ -179,6 +182,7 @@ def _inner(args: argparse.Namespace) -> int:
                 newcomers=args.newcomers,
                 workers=args.workers,
                 update_s=args.update_s,
+                first_update_s=args.first_update_s,
                 overdue_s=overdue_s,
                 replicas=replicas,
             )
@@ -194,7 +198,8 @@ def _inner(args: argparse.Namespace) -> int:
         )
     print(
         f"\n{args.regulars} regulars with an update always due, {args.workers} train worker(s), "
-        f"an update of {args.update_s:.0f} s (modelled)."
+        f"an update of {args.update_s:.0f} s, a first one of "
+        f"{args.first_update_s or args.update_s:.0f} s (modelled)."
     )
     return 0
 
@@ -204,7 +209,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--regulars", type=int, default=3)
     parser.add_argument("--newcomers", type=int, default=8)
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--update-s", type=float, default=90.0, help="one update, modelled")
+    parser.add_argument("--update-s", type=float, default=106.0, help="one update, modelled")
+    parser.add_argument(
+        "--first-update-s",
+        type=float,
+        default=None,
+        help="a lineage's first update, modelled (default: --update-s)",
+    )
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     return _inner(args) if args.inner else in_scratch_infra("bench.newcomer_wait")

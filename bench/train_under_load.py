@@ -1,7 +1,7 @@
 """One training update while the serving engine streams to clients, against the same update on a
 quiet machine: each stage's seconds, side by side in one run.
 
-    python -m bench.train_under_load [--clients 4] [--threads 2 1] [--limit-s 420]
+    python -m bench.train_under_load [--clients 4] [--threads 2 0] [--limit-s 420] [--shape routine]
 
 The llama.cpp engine starts as `serve` starts it (its default threads). Eight real answers are
 sampled from it (with their token ids and log-probs, a reward each, every other one hinted, one
@@ -63,6 +63,9 @@ PROMPTS = (
     "How do I start running?",
 )
 BATCH = 8
+SHAPES = {"routine": (8, 2, 8), "newcomer": (6, 2, 0)}
+"""An update's (batch, fresh, held back) samples: a routine one, and a newcomer's first, whose
+8 pieces of feedback are all they have (the claim leaves the 2 newest fresh)."""
 HINT = "Answer in one short paragraph and start with 'Sure!'."
 CORRECTION = "Sure! Here is a short answer."
 CLIENT_PROMPT = "Tell me a long story about a lighthouse keeper and the sea."
@@ -189,7 +192,8 @@ def _child(args: argparse.Namespace) -> int:
 
         tokenizer = AutoTokenizer.from_pretrained(str(MODEL_DIR))
         samples = [trainer_sample(tokenizer, **row) for row in rows]
-        batch, held = samples[:BATCH], samples[BATCH:]
+        size, fresh, holdout = SHAPES[args.shape]
+        batch, held = samples[:size], samples[BATCH:]
         loaded_at = None
         cached = Path(args.base_probe) if args.base_probe else None
         for metrics in train_and_probe(
@@ -198,8 +202,8 @@ def _child(args: argparse.Namespace) -> int:
             base_model_dir=MODEL_DIR,
             init_adapter_dir=None,
             out_adapter_dir=Path(args.out),
-            fresh=held[:2],
-            holdout=held[2:],
+            fresh=held[:fresh],
+            holdout=held[fresh : fresh + holdout],
             base_probe=json.loads(cached.read_text()) if cached and cached.exists() else None,
         ):
             if metrics.get("done"):
@@ -217,7 +221,7 @@ def _child(args: argparse.Namespace) -> int:
 
 
 def _run_update(
-    samples: Path, threads: int, limit_s: float, out: Path, base_probe: Path
+    samples: Path, threads: int, limit_s: float, out: Path, base_probe: Path, shape: str
 ) -> tuple[dict[str, float | None], bool, bool]:
     """A child update at nice 10: its stage seconds (None: not reached), whether it finished,
     and whether it was stopped at ``limit_s``."""
@@ -226,7 +230,7 @@ def _run_update(
         sys.executable,
         *("-m", "bench.train_under_load", "--child"),
         *("--samples", str(samples), "--threads", str(threads), "--out", str(out)),
-        *("--base-probe", str(base_probe)),
+        *("--base-probe", str(base_probe), "--shape", shape),
     ]
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     process = subprocess.Popen(
@@ -306,7 +310,8 @@ def _outer(args: argparse.Namespace) -> int:
         # a first, untimed update measures them, as the first update of a new Parley does.
         print("bench | a first update, untimed: the base model's probe figures", flush=True)
         base_probe = folder / "base_probe.json"
-        _run_update(samples, counts[-1], args.limit_s, folder / "adapter-first", base_probe)
+        first = folder / "adapter-first"
+        _run_update(samples, counts[-1], args.limit_s, first, base_probe, args.shape)
         for threads in counts:
             for busy in (False, True):
                 label = f"{threads} thread(s), {'busy' if busy else 'quiet'}"
@@ -315,12 +320,12 @@ def _outer(args: argparse.Namespace) -> int:
                 if busy:
                     with Clients(server.url, server.headers, args.clients) as clients:
                         stages, finished, stopped = _run_update(
-                            samples, threads, args.limit_s, out, base_probe
+                            samples, threads, args.limit_s, out, base_probe, args.shape
                         )
                     serving = clients.tokens_per_second
                 else:
                     stages, finished, stopped = _run_update(
-                        samples, threads, args.limit_s, out, base_probe
+                        samples, threads, args.limit_s, out, base_probe, args.shape
                     )
                     serving = None
                 results.append(
@@ -338,7 +343,13 @@ def _outer(args: argparse.Namespace) -> int:
     _print_table(results, limit_s=args.limit_s)
     record(
         "train_under_load",
-        {"clients": args.clients, "limit_s": args.limit_s, "cpus": os.cpu_count(), "runs": results},
+        {
+            "clients": args.clients,
+            "limit_s": args.limit_s,
+            "shape": args.shape,
+            "cpus": os.cpu_count(),
+            "runs": results,
+        },
     )
     return 0
 
@@ -380,6 +391,12 @@ def main(argv: list[str] | None = None) -> int:
         help="torch threads of each run (0: Parley's default); default: torch's own, then 0",
     )
     parser.add_argument("--limit-s", type=float, default=420.0)
+    parser.add_argument(
+        "--shape",
+        choices=sorted(SHAPES),
+        default="routine",
+        help="routine: 8 trained, 2 fresh, 8 held back; newcomer: a first update, 6 and 2",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--samples", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
