@@ -15,6 +15,11 @@ restart, a crash): ``answers_settle`` stores it as stopped, so the page says so 
 of waiting for an answer that will never come. Cancelling a generation (Stop) closes
 ``stream_chat``'s generator, which closes the HTTP stream, and the serving engine aborts the
 request.
+
+The tasks an answer runs beside its read (the repaints, the lease's renewals) are told to end as
+well as cancelled, and end on either: on Python 3.11 a cancellation that lands just as a Redis
+command finishes sending is lost (redis-py sends through ``asyncio.wait_for``). Repaints that
+went on would keep the answer from ever being stored, and renewals would keep its lease alive.
 """
 
 from __future__ import annotations
@@ -89,6 +94,7 @@ class Generation:
         self._reading: asyncio.Task[tuple[str, str]] | None = None
         self._in_stream = False
         self._stop_asked = False
+        self._ended = False
 
     async def _to_pages(self, html: str) -> None:
         await self.layer.group_send(
@@ -117,6 +123,7 @@ class Generation:
             status, error = await self._reading
             await self._finish(status=status, error=error)
         finally:
+            self._ended = True  # ends the renewals even where the cancellation is lost
             renewing.cancel()
             await asyncio.gather(renewing, return_exceptions=True)
             await asyncio.shield(self._end_listening(inbox, listening))
@@ -125,7 +132,9 @@ class Generation:
                 await asyncio.shield(self.slot.release())
 
     async def _renew(self) -> None:
-        while True:
+        # Ended by a flag as well as cancelled: a cancellation that lands as the renewal is sent
+        # is lost on Python 3.11 (see ``StreamPainter.close``), and the lease would live on.
+        while not self._ended:
             await asyncio.sleep(LEASE_RENEW_S)
             await lease_renew(_lease(self.answer.pk), ttl_s=LEASE_TTL_S)
 

@@ -66,6 +66,7 @@ class StreamPainter:
         self._parts: list[str] = []
         self._drawn = 0  # how many of the parts the page shows
         self._arrived = asyncio.Event()
+        self._closing = False
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -82,6 +83,8 @@ class StreamPainter:
     async def _repaint_while_streaming(self) -> None:
         while True:
             await self._arrived.wait()
+            if self._closing:
+                return
             delay = self.throttle.wait_s()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -105,9 +108,16 @@ class StreamPainter:
 
         A failed send (the page has gone) is logged, not raised: the caller still has an
         answer to store.
+
+        The repaints are told to stop as well as cancelled: on Python 3.11 a cancellation that
+        lands just as a send finishes is lost (``asyncio.wait_for`` returns the send's result
+        instead, and redis-py sends every command to the channel layer through it), and the
+        repaints would then wait for text that never comes, and this close with them.
         """
         task, self._task = self._task, None
         if task is not None:
+            self._closing = True
+            self._arrived.set()
             task.cancel()
             try:
                 await task

@@ -244,3 +244,38 @@ async def test_when_the_end_of_an_answer_is_lost_on_the_way_then_the_page_still_
     (_, reply) = await messages_of(conversation)
     assert f'id="message-{reply.pk}"' in frames[-2] and "status-complete" in frames[-2]
     assert "Once upon a time." in frames[-2]
+
+
+async def test_an_answer_ends_even_when_the_cancellation_of_its_lease_renewal_is_lost(
+    alice, gated, monkeypatch
+):
+    """On Python 3.11 a cancellation that lands as a Redis command finishes sending is lost
+    (``asyncio.wait_for`` returns the command's result): the renewals end all the same, and the
+    answer's task with them, its lease dropped."""
+    renewals = [0]
+    real_renew = generations.lease_renew
+
+    async def renew_losing_cancellation(name: str, *, ttl_s: float) -> bool:
+        renewals[0] += 1
+        if renewals[0] != 2:  # the lease taken at the start, and any renewal after the lost one
+            return await real_renew(name, ttl_s=ttl_s)
+        try:
+            await asyncio.Event().wait()  # sending, until the generation ends it
+        except asyncio.CancelledError:
+            pass  # lost, as asyncio.wait_for loses it
+        return True
+
+    monkeypatch.setattr(generations, "lease_renew", renew_losing_cancellation)
+    monkeypatch.setattr(generations, "LEASE_RENEW_S", 0.01)
+    conversation = await new_conversation(alice)
+    socket = await connected_socket(alice, conversation.pk)
+    await send(socket, action="send", content="Tell me a story")
+    await _receive_until(socket, "upon")
+    gated.gate.set()
+    await receive_until_idle(socket)
+    await socket.disconnect()
+    _, still_running = await asyncio.wait(generations.running(), timeout=5)
+    assert not still_running
+    (_, reply) = await messages_of(conversation)
+    assert (reply.status, reply.content) == ("complete", "Once upon a time.")
+    assert not redis.Redis.from_url(settings.REDIS_URL).exists(f"parley:writing:{reply.pk}")

@@ -115,3 +115,22 @@ async def test_a_fast_long_answer_is_repainted_a_bounded_number_of_times() -> No
     await painter.close()
     assert 2 <= len(page.frames) <= 40
     assert page.frames[-1] == render_markdown("".join(pieces))
+
+
+async def test_close_ends_the_repaints_even_when_their_cancellation_is_lost() -> None:
+    """On Python 3.11 ``asyncio.wait_for``, which redis-py sends each command to the channel
+    layer through, returns the send's result when the cancellation lands as the send finishes:
+    the repaints end all the same, and so does the answer."""
+    sending = asyncio.Event()
+
+    async def send_losing_cancellation(html: str) -> None:
+        sending.set()
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            pass  # lost, as asyncio.wait_for loses it
+
+    painter = StreamPainter(render=str, send=send_losing_cancellation)
+    painter.add("a")
+    await sending.wait()
+    await asyncio.wait_for(painter.close(), timeout=2)
