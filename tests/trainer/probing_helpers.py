@@ -1,14 +1,17 @@
-"""Probe figures of a model folder and adapter on disk, for tests that start from files."""
+"""Probe figures of a model folder and adapter on disk, and the judged chat samples the gate
+tests score, for tests that start from files."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 from peft import PeftModel
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from trainer.batch import Sample, chat_prompt_ids
 from trainer.policy import pick_device
 from trainer.probing import probe_model
 
@@ -36,3 +39,17 @@ def probe_metrics(
         model, tokenizer, probe_prompts, probe_text, max_new_tokens=max_new_tokens
     )
     return candidate
+
+
+def chat_sample(tokenizer: Any, question: str, correction: str) -> Sample:
+    """A liked answer to ``question`` with ``correction`` as the answer wanted."""
+    prompt = chat_prompt_ids(tokenizer, [{"role": "user", "content": question}])
+    response = tokenizer("meh", add_special_tokens=False)["input_ids"]
+    wanted = tokenizer(correction, add_special_tokens=False)["input_ids"]
+    return Sample(
+        prompt,
+        response,
+        [-5.0] * len(response),
+        reward=1.0,
+        correction_token_ids=[*wanted, tokenizer.eos_token_id],
+    )

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
-from tests.trainer.probing_helpers import probe_metrics
+from tests.trainer.probing_helpers import chat_sample, probe_metrics
 from trainer.batch import Sample, chat_prompt_ids
 from trainer.config import UpdateConfig
 from trainer.degenerate import degenerate_kinds
@@ -162,27 +162,14 @@ def test_what_held_back_feedback_asks_for() -> None:
     assert feedback_target(hint_only) is None
 
 
-def _chat_sample(tokenizer, question: str, correction: str) -> Sample:
-    prompt = chat_prompt_ids(tokenizer, [{"role": "user", "content": question}])
-    response = tokenizer("meh", add_special_tokens=False)["input_ids"]
-    wanted = tokenizer(correction, add_special_tokens=False)["input_ids"]
-    return Sample(
-        prompt,
-        response,
-        [-5.0] * len(response),
-        reward=1.0,
-        correction_token_ids=[*wanted, tokenizer.eos_token_id],
-    )
-
-
 ALL_MODULES = ("q_proj", "v_proj", "o_proj", "up_proj", "down_proj")
 
 
 def _update(tiny_model_dir: Path, out: Path, lr: float, init: Path | None = None) -> dict:
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    train = [_chat_sample(tokenizer, f"question {i}?", "Sure! ok") for i in range(4)]
-    held_back = [_chat_sample(tokenizer, f"other {i}?", "Sure! fine") for i in range(3)]
-    fresh = [_chat_sample(tokenizer, "newest?", "Sure! new")]  # no version trained on it
+    train = [chat_sample(tokenizer, f"question {i}?", "Sure! ok") for i in range(4)]
+    held_back = [chat_sample(tokenizer, f"other {i}?", "Sure! fine") for i in range(3)]
+    fresh = [chat_sample(tokenizer, "newest?", "Sure! new")]  # no version trained on it
     *_, summary = train_and_probe(
         # batch_baseline off: the four liked answers keep their +1, a signal a huge learning
         # rate blows up on (centred, an all-liked batch carries no reward signal)
@@ -316,9 +303,9 @@ def test_an_adapter_trained_to_loop_is_refused_on_the_users_own_prompts(
     tokenizer = AutoTokenizer.from_pretrained(str(prepared_model))
     loop = "Sure!\n\n" * 16
     questions = ("Name a fruit.", "What is rain?", "Say hello.", "Pick a colour.")
-    train = [_chat_sample(tokenizer, q, loop) for q in questions]
+    train = [chat_sample(tokenizer, q, loop) for q in questions]
     others = ("What is snow?", "Name an animal.", "How far is the moon?")
-    held_back = [_chat_sample(tokenizer, q, "Sure! Here you go.") for q in others]
+    held_back = [chat_sample(tokenizer, q, "Sure! Here you go.") for q in others]
     *_, summary = train_and_probe(
         UpdateConfig(lr=3e-2, steps_per_batch=4, anchor_coef=0.0),  # deliberately too hard
         train,
@@ -360,47 +347,3 @@ def test_a_change_of_mind_outranks_older_feedback_at_the_gate() -> None:
     unknown = {"fresh_feedback_delta": math.nan, "fresh_feedback_samples": 2.0}
     assert decide(fine | unknown)[0] is False
     assert decide(fine | {"feedback_delta": math.nan, "feedback_samples": 8.0})[0] is False
-
-
-def test_the_gate_generates_only_the_answers_its_decision_needs(
-    prepared_model: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The gate refuses on the held-back prompts only where the candidate answers worse than
-    both the live version and the base: without a bad answer of its own neither is asked; with
-    one no worse than live's, the base is not; the base's probe figures, once measured, are
-    taken as they are."""
-    from trainer import probing
-    from trainer.policy import load_policy, lora_snapshot
-
-    tokenizer = AutoTokenizer.from_pretrained(str(prepared_model))
-    model = load_policy(prepared_model, UpdateConfig(), init_adapter_dir=None, device="cpu")
-    live = lora_snapshot(model)  # a fresh adapter: candidate and live answer alike
-    held = [_chat_sample(tokenizer, q, "Sure!") for q in ("What is snow?", "Name an animal.")]
-    generated: list[int] = []
-    real = probing._greedy_answers_to_ids
-
-    def counting(model, tokenizer, prompt_ids, max_new_tokens):
-        generated.append(len(prompt_ids))
-        return real(model, tokenizer, prompt_ids, max_new_tokens)
-
-    def probe(kinds: list[str], **more):
-        generated.clear()
-        monkeypatch.setattr(probing, "degenerate_kinds", lambda *a, **k: list(kinds))
-        args = (model, tokenizer, PROBE_PROMPTS[:2], PROBE_TEXT)
-        return probing.probe_model(*args, max_new_tokens=4, live_weights=live, holdout=held, **more)
-
-    monkeypatch.setattr(probing, "_greedy_answers_to_ids", counting)
-    clean, base = probe([])
-    # candidate and base on the probe prompts, the candidate on the held-back ones
-    assert generated == [2, 2, 2]
-    assert "held_back_live_repeating" not in clean and "held_back_repeating" not in base
-    assert gate_decision(clean, base, 100.0, 100.0)[0]
-    looping, base_now = probe(["repeating"])
-    # every answer loops, the live version's as much: live asked, the base not
-    assert generated == [2, 2, 2, 2]
-    assert looping["held_back_repeating"] == looping["held_back_live_repeating"] == 2
-    assert "held_back_repeating" not in base_now
-    assert gate_decision(looping, base_now, 100.0, 100.0, max_degenerate_extra=2)[0]
-    again, cached = probe([], base_probe=base)
-    assert generated == [2, 2]  # the base's probe answers are not generated again
-    assert cached["probe_ppl"] == base["probe_ppl"] and again["probe_kl"] == clean["probe_kl"]
