@@ -194,8 +194,8 @@ def test_each_candidate_is_checked_on_what_the_published_versions_were_trained_o
     tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The replay's gate sees the webapp's holdout: from the second update on, the signed
-    samples trained before, with the candidate's, the live version's and the base's loops on
-    their prompts recorded apart."""
+    samples trained before, with the candidate's loops on their prompts (and the live
+    version's and the base's where the gate needs them) recorded apart."""
     monkeypatch.setattr(bench.replay, "gate", lambda probe, base, options: (True, []))
     # every answer signed; two per update, so none left fresh (at most a quarter is)
     options = tiny_options(tiny_model_dir, feedback="thumbs", versions=3)
@@ -208,9 +208,16 @@ def test_each_candidate_is_checked_on_what_the_published_versions_were_trained_o
     # v2: only v1's batch is on record, and v1 (live) was trained on it: nothing held back
     assert second == nothing
     assert third["feedback_samples"] == 2  # v1's batch, not v2's (the live version's own)
-    for kind in ("repeating", "empty"):
-        for who in ("held_back", "held_back_live", "held_back_base"):
-            assert f"{who}_{kind}" in third
+    # the candidate's loops always; the live version's and the base's only where the gate
+    # needs them to decide (trainer.probing.probe_model)
+    kinds = ("repeating", "empty")
+    assert all(f"held_back_{kind}" in third for kind in kinds)
+    bad = any(third[f"held_back_{kind}"] for kind in kinds)
+    assert all((f"held_back_live_{kind}" in third) == bad for kind in kinds)
+    worse = bad and any(
+        third[f"held_back_{kind}"] > third[f"held_back_live_{kind}"] for kind in kinds
+    )
+    assert all((f"held_back_base_{kind}" in third) == worse for kind in kinds)
     assert 1 <= third["held_back_prompts"] <= 4
     assert figures["gate"]["holdout"] == bench.replay_options.GATE_HOLDOUT_SAMPLES
 
