@@ -274,7 +274,8 @@ async def test_an_answer_ends_even_when_the_cancellation_of_its_lease_renewal_is
     gated.gate.set()
     await receive_until_idle(socket)
     await socket.disconnect()
-    _, still_running = await asyncio.wait(generations.running(), timeout=5)
+    tasks = generations.running()  # none left if it has ended already
+    _, still_running = await asyncio.wait(tasks, timeout=5) if tasks else (set(), set())
     assert not still_running
     (_, reply) = await messages_of(conversation)
     assert (reply.status, reply.content) == ("complete", "Once upon a time.")
