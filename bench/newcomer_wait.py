@@ -1,7 +1,7 @@
 """A newcomer's first version while other people's updates are queued: the turn order against
 the longest-wait order, side by side in one run.
 
-    python -m bench.newcomer_wait [--regulars 3] [--newcomers 8] [--update-s 90] [--workers 1]
+    python -m bench.newcomer_wait [--regulars 3] [--newcomers 8] [--update-s 106] [--first-update-s 62]
 
 Regular people keep a full batch ready at all times (each always has an update due: "3 other
 people's updates queued"). Newcomers arrive one after another, one every six updates' time;
@@ -9,9 +9,9 @@ each gives the 8 pieces of feedback that start a first update, one every 20 s. P
 scheduler (``workflows.claiming``), PostgreSQL, Redis broker and Celery train workers turn it
 into updates; only the trainer is modelled (``bench.modelled_training``): an update takes
 ``--update-s`` seconds and a lineage's first one ``--first-update-s``, by default what a routine
-update of 8 answers took on 2 cores while the engine streamed to 4 clients
-(``python -m bench.train_under_load``). Times are compressed like ``bench.many_users``'s and
-reported in modelled real seconds.
+update of 8 answers and a newcomer's first update took on 2 cores while the engine streamed to
+4 clients (``python -m bench.train_under_load [--shape newcomer]``). Times are compressed like
+``bench.many_users``'s and reported in modelled real seconds.
 
 Two orders, one after the other in the same run: Parley's (``trainer.turn_order``: overdue
 first, then newcomers, then the longest wait) and the longest wait alone
@@ -213,8 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--first-update-s",
         type=float,
-        default=None,
-        help="a lineage's first update, modelled (default: --update-s)",
+        default=62.0,
+        help="a lineage's first update, modelled (train_under_load --shape newcomer, busy)",
     )
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
