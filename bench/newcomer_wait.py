@@ -1,7 +1,7 @@
 """A newcomer's first version while other people's updates are queued: the turn order against
 the longest-wait order, side by side in one run.
 
-    python -m bench.newcomer_wait [--regulars 3] [--newcomers 8] [--update-s 106] [--first-update-s 62]
+    python -m bench.newcomer_wait [--regulars 3] [--newcomers 8] [--update-s 106]
 
 Regular people keep a full batch ready at all times (each always has an update due: "3 other
 people's updates queued"). Newcomers arrive one after another, one every six updates' time;
