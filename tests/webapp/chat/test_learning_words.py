@@ -9,28 +9,17 @@ import re
 import pytest
 from django.urls import reverse
 
+from tests.webapp import cue_judge
 from webapp.chat.models import Message
 from webapp.frontdoor.fragments import FIRST_MESSAGES, STATUS_POLLS
 from webapp.learning.selectors import PENDING
 from webapp.learning.workflows.judging import judge_message
 
+judge = cue_judge.judge  # the fixture
+
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-class CueJudge:
-    model = "cues"
-
-    def complete(self, messages, n, choices=None):  # pragma: no cover - never asked
-        raise AssertionError("the cue judge asks no model")
-
-
-@pytest.fixture
-def judge(monkeypatch, settings) -> CueJudge:
-    settings.JUDGE_KIND = "cues"
-    monkeypatch.setattr("webapp.core.outbox.send", lambda *a: None)
-    return CueJudge()
 
 
 def _status_url(message_id: int, poll: int) -> str:

@@ -7,10 +7,13 @@ from __future__ import annotations
 import pytest
 
 from tests.factories import AnswerFactory, JudgementFactory, SampleFactory
+from tests.webapp import cue_judge
 from webapp.chat import services
 from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.selectors import PENDING, WITHDRAWN, learning_status, learning_statuses
 from webapp.learning.workflows.judging import judge_message
+
+judge = cue_judge.judge  # the fixture
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
@@ -19,22 +22,6 @@ UNPARSED = [
     {"score": None, "text": ""},
     {"score": None, "text": "boxed{"},
 ]
-
-
-class CueJudge:
-    """The cue judge needs no model: ratings are read as given, next states by their cues."""
-
-    model = "cues"
-
-    def complete(self, messages, n, choices=None):  # pragma: no cover - never asked
-        raise AssertionError("the cue judge asks no model")
-
-
-@pytest.fixture
-def judge(monkeypatch, settings) -> CueJudge:
-    settings.JUDGE_KIND = "cues"
-    monkeypatch.setattr("webapp.core.outbox.send", lambda *a: None)
-    return CueJudge()
 
 
 def _answer(owner, *, consent: bool = True):
