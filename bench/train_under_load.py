@@ -167,13 +167,14 @@ def _ratio(quiet: float | None, busy: float | None) -> str:
 
 def _outer(args: argparse.Namespace) -> int:
     from bench.engine_servers import running_llamacpp
-    from trainer.threads import threads_left_by_serving
+    from trainer.threads import train_threads
     from webapp.infra.llamacpp_server import default_threads
 
-    default_train = threads_left_by_serving(
-        cores=os.cpu_count() or 1, serving_threads=default_threads()
-    )
-    counts = [count or default_train for count in args.threads]
+    # 0: what a train worker takes by default (PARLEY_TRAIN_THREADS unset, one train worker)
+    counts = [
+        train_threads(count, serving_threads=default_threads(), train_workers=1)
+        for count in args.threads
+    ]
     folder = Path(tempfile.mkdtemp(prefix="parley-train-under-load-"))
     gguf = ROOT / "var" / "cache" / "SmolLM2-135M-Instruct.Q4_1.gguf"
     results: list[dict[str, Any]] = []
