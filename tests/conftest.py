@@ -162,3 +162,24 @@ def prepared_model() -> Path:
     env = clean_env()
     subprocess.run([sys.executable, "manage.py", "prepare_model"], cwd=ROOT, env=env, check=True)
     return ROOT / "var" / "models" / "SmolLM2-135M-Instruct"
+
+
+@pytest.fixture
+async def answers_end_with_the_test():
+    """Answers are written apart from the page that asked: each test gets a channel layer of its
+    own event loop (channels-redis keeps locks bound to the loop that first waited on them) and
+    waits for its answers to be stored, and for the layer's tidying after each receive, so none
+    outlives the test's loop."""
+    import asyncio
+
+    from channels.layers import channel_layers, get_channel_layer
+
+    from webapp.frontdoor import generations
+
+    channel_layers.backends.pop("default", None)
+    yield
+    await asyncio.wait_for(
+        asyncio.gather(*generations.running(), return_exceptions=True), timeout=10
+    )
+    cleaners = list(getattr(get_channel_layer(), "receive_cleaners", []))
+    await asyncio.wait_for(asyncio.gather(*cleaners, return_exceptions=True), timeout=5)

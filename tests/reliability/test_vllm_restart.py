@@ -160,6 +160,7 @@ async def _until_idle(socket_: WebsocketCommunicator) -> str:
             return "".join(frames)
 
 
+@pytest.mark.usefixtures("answers_end_with_the_test")
 async def test_the_chat_page_shows_the_error_and_retry_works_once_it_is_back(serving) -> None:
     from django.contrib.auth import get_user_model
 
@@ -183,6 +184,7 @@ async def test_the_chat_page_shows_the_error_and_retry_works_once_it_is_back(ser
     assert statuses == ["failed", "complete"]
 
 
+@pytest.mark.usefixtures("answers_end_with_the_test")
 async def test_the_chat_page_shows_an_error_when_the_server_dies_mid_answer(serving) -> None:
     from django.contrib.auth import get_user_model
 

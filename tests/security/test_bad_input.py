@@ -191,6 +191,7 @@ def test_invalid_utf8_and_nul_in_web_forms_never_reach_the_database(client, alic
         "id-not-a-number",
     ],
 )
+@pytest.mark.usefixtures("answers_end_with_the_test")
 async def test_bad_websocket_frames_get_an_error_and_the_socket_stays_usable(
     alice, frame, reply, no_model
 ) -> None:

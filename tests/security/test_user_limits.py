@@ -192,6 +192,7 @@ async def _say(socket, content: str) -> list[str]:
 
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("answers_end_with_the_test")
 async def test_a_websocket_message_past_the_stream_limit_is_kept_and_told(
     settings, limits_clean, model
 ):
@@ -217,6 +218,7 @@ async def test_a_websocket_message_past_the_stream_limit_is_kept_and_told(
 
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("answers_end_with_the_test")
 async def test_websocket_messages_count_toward_the_users_requests_a_minute(
     settings, limits_clean, model
 ):
