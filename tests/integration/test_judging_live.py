@@ -3,6 +3,7 @@ broker, judging with the real base model in vLLM."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import httpx
@@ -137,3 +138,63 @@ def test_a_bare_thumbs_down_gets_answers_sampled_beside_it_by_the_real_worker(
     assert disliked[0] == -1.0 and disliked[2] == "main"
     assert len(unseen) == 3
     assert all(r[0] == 0.0 and r[1] == disliked[1] and r[2:4] == ("unseen", False) for r in unseen)
+
+
+def test_a_tool_result_holding_a_key_makes_a_sample_that_never_trains(stack, stack_api_key):
+    """An agent read a .env file through /v1: its turn is judged and kept, set aside with the
+    reason, and nothing is sampled beside its 👎."""
+    client = openai.OpenAI(
+        base_url=stack.web_url + "/v1", api_key=stack_api_key, max_retries=0, timeout=120
+    )
+    call = {
+        "id": "call_env",
+        "type": "function",
+        "function": {"name": "read", "arguments": json.dumps({"path": ".env"})},
+    }
+    answer = client.chat.completions.create(
+        model="parley",
+        messages=[
+            {"role": "user", "content": "Which AWS region does my .env use?"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {
+                "role": "tool",
+                "tool_call_id": "call_env",
+                "content": "AWS_REGION=eu-west-1\nAWS_ACCESS_KEY_ID=AKIAQ4NRXG7VJ2MHT5LD\n"
+                "AWS_SECRET_ACCESS_KEY=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",
+            },
+        ],
+        tools=[
+            {
+                "type": "function",
+                "function": {
+                    "name": "read",
+                    "description": "Read a file",
+                    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+                },
+            }
+        ],
+        max_tokens=16,
+        extra_headers={"X-Session-Id": "judging-live-secret"},
+    )
+    posted = httpx.post(
+        stack.web_url + "/v1/feedback",
+        json={"completion_id": answer.id, "rating": -1},
+        headers={"Authorization": f"Bearer {stack_api_key}"},
+        timeout=30,
+    )
+    assert posted.status_code == 200, posted.text
+    ((status, reason),) = _wait_for(
+        stack,
+        "SELECT s.status, s.exclusion_reason FROM learning_sample s "
+        "JOIN chat_message m ON m.id = s.message_id WHERE m.completion_id = %s",
+        (answer.id,),
+        expected_rows=1,
+    )
+    assert status == "excluded"
+    assert reason.startswith("contains a secret: ") and "AWS Access Key in a tool result" in reason
+    assert "AKIAQ4NRXG7VJ2MHT5LD" not in reason
+    assert stack.sql(
+        "SELECT count(*) FROM learning_alternativesjob j JOIN chat_message m "
+        "ON m.id = j.disliked_id WHERE m.completion_id = %s",
+        (answer.id,),
+    ) == [(0,)]

@@ -42,6 +42,7 @@ from webapp.inference import (
     stream_chat,
 )
 from webapp.learning.models import AlternativesJob, Judgement, Sample
+from webapp.learning.secret_guard import turn_secret
 from webapp.learning.selectors import lineage_key_for
 
 log = logging.getLogger(__name__)
@@ -317,11 +318,16 @@ def alternatives_record(
             score=0,
             prompt_version="alternatives-v1",
         )
+        secret = turn_secret(
+            prompt_messages=sample.prompt_messages, texts={"the answer": result.content}
+        )
         Sample.objects.create(
             message=answer,
             judgement=judgement,
             kind=Sample.Kind.RL,
             reward=0.0,
+            status=Sample.Status.EXCLUDED if secret else Sample.Status.READY,
+            exclusion_reason=secret or "",
             prompt_messages=sample.prompt_messages,
             prompt_token_ids=answer.prompt_token_ids or [],
             response_token_ids=result.token_ids,

@@ -29,6 +29,7 @@ from webapp.core.outbox import Task, enqueue
 from webapp.learning.alternatives import chosen_fingerprint, prompt_job
 from webapp.learning.models import AlternativesJob, Comparison, Judgement, Sample
 from webapp.learning.notify import push_learning_status
+from webapp.learning.secret_guard import holds_secret
 
 COMPARISON_VERSION = "comparison-v1"
 
@@ -210,11 +211,14 @@ def comparison_choose(*, disliked: Message, chosen: Message | None) -> Compariso
     offered = {m.pk: m for m in view.alternatives}
     if chosen is not None and chosen.pk not in offered:
         raise ComparisonInvalid("That answer was not one of those offered.")
-    if (
-        chosen is not None
-        and not Sample.objects.filter(message_id=chosen.pk, status=Sample.Status.READY).exists()
-    ):
-        raise ComparisonInvalid("That answer was already learnt from with the 👎.")
+    if chosen is not None:
+        unseen = Sample.objects.filter(message_id=chosen.pk).order_by("-pk").first()
+        if unseen is not None and holds_secret(unseen.exclusion_reason):
+            raise ComparisonInvalid(
+                "That answer holds what looks like a secret, so Parley does not learn from it."
+            )
+        if unseen is None or unseen.status != Sample.Status.READY:
+            raise ComparisonInvalid("That answer was already learnt from with the 👎.")
     try:
         with transaction.atomic():
             comparison = Comparison.objects.create(disliked=disliked, chosen=chosen)

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 
 from webapp.learning.models import Sample
+from webapp.learning.secret_guard import holds_secret
 
 GENERAL_REFUSAL = "it did not pass Parley's quality checks"
 
@@ -95,6 +96,12 @@ def exclusion_words(sample: Sample) -> str:
         return "the versions that learnt from it did not pass the checks, too often"
     if "admin" in reason:
         return "set aside by an administrator"
+    if holds_secret(reason):
+        kinds = reason.partition(": ")[2]
+        return (
+            f"not learnt from: the conversation holds what looks like a secret ({kinds}), "
+            "and Parley never trains on one"
+        )
     return "set aside"
 
 

@@ -13,6 +13,7 @@ from trainer.algorithms import algorithm_get
 from webapp.chat.models import Feedback, Message
 from webapp.learning.evidence import evidence_facts, evidence_fingerprint, has_evidence
 from webapp.learning.models import Judgement, PolicyVersion, Sample
+from webapp.learning.secret_guard import holds_secret
 from webapp.replicas import lineage_key
 
 
@@ -235,6 +236,8 @@ def _fate(sample: Sample | None, *, unused: str) -> str:
     if sample is None:
         return "Read: nothing to learn from it"
     if sample.status in (Sample.Status.EXCLUDED, Sample.Status.SUPERSEDED):
+        if holds_secret(sample.exclusion_reason):
+            return "Not learnt from: it holds what looks like a secret"
         return "Not used for learning"
     if sample.status == Sample.Status.READY:
         if unused:

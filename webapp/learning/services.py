@@ -31,6 +31,7 @@ from webapp.learning.alternatives import (
 from webapp.learning.evidence import evidence_facts, evidence_fingerprint
 from webapp.learning.models import Judgement, Sample
 from webapp.learning.notify import push_learning_status
+from webapp.learning.secret_guard import turn_secret
 from webapp.learning.selectors import lineage_owner_id, policy_version_live, versions_behind
 
 CONVERSATION_END_STATE = "(The user ended the conversation here without replying.)"
@@ -204,7 +205,16 @@ def judgement_record(
         status=Sample.Status.SUPERSEDED,
         exclusion_reason=f"superseded by judgement {judgement.pk} of the same answer",
     )
-    enqueue(Task.MAYBE_TRAIN)
+    secret = turn_secret(
+        prompt_messages=evidence.prompt_messages,
+        texts={
+            "the answer": evidence.answer,
+            "the correction": evidence.correction,
+            "the comment": evidence.user_hint,
+            "the next message": evidence.next_state,
+            "the judge's hint": hint,
+        },
+    )
     sample = Sample.objects.create(
         message=message,
         judgement=judgement,
@@ -218,8 +228,12 @@ def judgement_record(
         response_logprobs=message.token_logprobs or [],
         group_key=str(message.parent_id or ""),
         policy_version=message.policy_version,
+        status=Sample.Status.EXCLUDED if secret else Sample.Status.READY,
+        exclusion_reason=secret or "",
     )
-    alternatives_queue(sample=sample)
+    if secret is None:
+        enqueue(Task.MAYBE_TRAIN)
+        alternatives_queue(sample=sample)
     return judgement
 
 
