@@ -200,5 +200,7 @@ def test_my_model_and_the_admin_show_why(alice, sent, client, admin_client) -> N
     sample = _sample(answer)
     admin = admin_client.get(reverse("admin:learning_sample_change", args=[sample.pk]))
     assert "contains a secret: AWS Access Key" in admin.content.decode()
-    listing = admin_client.get(reverse("admin:learning_sample_changelist"))
-    assert listing.status_code == 200
+    listing = admin_client.get(reverse("admin:learning_sample_changelist"), {"secret": "yes"})
+    assert listing.status_code == 200 and f"/learning/sample/{sample.pk}/" in listing.text
+    clean = admin_client.get(reverse("admin:learning_sample_changelist"), {"secret": "no"})
+    assert f"/learning/sample/{sample.pk}/" not in clean.text

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, StreamingHttpResponse
 
 from webapp.core.admin_helpers import (
@@ -14,7 +16,26 @@ from webapp.core.admin_helpers import (
 from webapp.learning.admin.common import ConversationFilter, ViewOnlyAdmin
 from webapp.learning.export import sample_records
 from webapp.learning.models import Sample
+from webapp.learning.secret_guard import SECRET_REASON
 from webapp.learning.services import sample_exclude
+
+
+class SecretFilter(admin.SimpleListFilter):
+    """Samples set aside because their turn holds a secret (``webapp.learning.secret_guard``)."""
+
+    title = "holds a secret"
+    parameter_name = "secret"
+
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Yes"), ("no", "No")]
+
+    def queryset(self, request: Any, queryset: QuerySet[Sample]) -> QuerySet[Sample]:
+        held = Q(exclusion_reason__startswith=SECRET_REASON)
+        if self.value() == "yes":
+            return queryset.filter(held)
+        if self.value() == "no":
+            return queryset.exclude(held)
+        return queryset
 
 
 @admin.register(Sample)
@@ -40,8 +61,10 @@ class SampleAdmin(ViewOnlyAdmin):
         "created_at",
         "consumed_at",
         ConversationFilter,
+        SecretFilter,
     )
     search_fields = (
+        "exclusion_reason",
         "hint",
         "correction",
         "message__content",
