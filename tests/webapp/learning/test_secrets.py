@@ -15,6 +15,7 @@ from webapp.inference import ChoiceResult
 from webapp.learning import alternatives
 from webapp.learning.comparisons import ComparisonInvalid, comparison_choose
 from webapp.learning.models import AlternativesJob, Sample
+from webapp.learning.selectors import learning_status
 from webapp.learning.workflows import claiming
 from webapp.learning.workflows.judging import judge_message
 
@@ -118,6 +119,9 @@ def test_a_tool_result_with_a_key_keeps_the_sample_out_of_training(alice, sent) 
     sample = _sample(answer)
     assert sample.status == "excluded"
     assert "AWS Access Key in a tool result" in sample.exclusion_reason
+    status = learning_status(message_id=answer.pk)  # under the answer, in the chat
+    assert "Not learnt from: it holds what looks like a secret" in status.text
+    assert "excluded from training: contains a secret: AWS Access Key" in status.detail
 
 
 @pytest.mark.parametrize(
