@@ -42,7 +42,7 @@ from webapp.inference import (
     stream_chat,
 )
 from webapp.learning.models import AlternativesJob, Judgement, Sample
-from webapp.learning.secret_guard import turn_secret
+from webapp.learning.secret_guard import tool_call_texts, turn_secret
 from webapp.learning.selectors import lineage_key_for
 
 log = logging.getLogger(__name__)
@@ -318,8 +318,15 @@ def alternatives_record(
             score=0,
             prompt_version="alternatives-v1",
         )
+        # The context was read when the disliked answer's sample was made (a secret there
+        # queues no alternatives): what is new is what the model wrote.
         secret = turn_secret(
-            prompt_messages=sample.prompt_messages, texts={"the answer": result.content}
+            prompt_messages=[],
+            texts={
+                "the answer": result.content,
+                "the answer's reasoning": result.reasoning,
+                "the answer's tool calls": "\n".join(tool_call_texts(result.tool_calls)),
+            },
         )
         Sample.objects.create(
             message=answer,

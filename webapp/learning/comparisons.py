@@ -29,7 +29,7 @@ from webapp.core.outbox import Task, enqueue
 from webapp.learning.alternatives import chosen_fingerprint, prompt_job
 from webapp.learning.models import AlternativesJob, Comparison, Judgement, Sample
 from webapp.learning.notify import push_learning_status
-from webapp.learning.secret_guard import holds_secret
+from webapp.learning.secret_guard import SECRET_REASON
 
 COMPARISON_VERSION = "comparison-v1"
 
@@ -138,6 +138,12 @@ class ComparisonView:
         return numbers.get(chosen) if chosen is not None else None
 
 
+def _holds_secret(answer: Message) -> bool:
+    return Sample.objects.filter(
+        message=answer, exclusion_reason__startswith=SECRET_REASON
+    ).exists()
+
+
 def comparison_view(*, disliked: Message) -> ComparisonView:
     """Where the comparison of ``disliked`` stands, from the database: the answers are shown as
     soon as they exist, whatever their job says."""
@@ -152,9 +158,12 @@ def comparison_view(*, disliked: Message) -> ComparisonView:
     )
     if not offered:
         return ComparisonView("none", [])
-    alternatives = alternatives_of(disliked)
+    # an answer that wrote what looks like a secret is never learnt from, so not offered
+    alternatives = [a for a in alternatives_of(disliked) if not _holds_secret(a)]
     if alternatives:
         return ComparisonView("ready", alternatives)
+    if alternatives_of(disliked):
+        return ComparisonView("none", [])
     job = prompt_job(disliked)
     if job is None:
         if Sample.objects.filter(message=disliked).exists():
@@ -211,14 +220,11 @@ def comparison_choose(*, disliked: Message, chosen: Message | None) -> Compariso
     offered = {m.pk: m for m in view.alternatives}
     if chosen is not None and chosen.pk not in offered:
         raise ComparisonInvalid("That answer was not one of those offered.")
-    if chosen is not None:
-        unseen = Sample.objects.filter(message_id=chosen.pk).order_by("-pk").first()
-        if unseen is not None and holds_secret(unseen.exclusion_reason):
-            raise ComparisonInvalid(
-                "That answer holds what looks like a secret, so Parley does not learn from it."
-            )
-        if unseen is None or unseen.status != Sample.Status.READY:
-            raise ComparisonInvalid("That answer was already learnt from with the 👎.")
+    if (
+        chosen is not None
+        and not Sample.objects.filter(message_id=chosen.pk, status=Sample.Status.READY).exists()
+    ):
+        raise ComparisonInvalid("That answer was already learnt from with the 👎.")
     try:
         with transaction.atomic():
             comparison = Comparison.objects.create(disliked=disliked, chosen=chosen)

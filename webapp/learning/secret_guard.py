@@ -34,12 +34,38 @@ def _content_text(content: Any) -> str:
     return ""
 
 
+def tool_call_texts(tool_calls: Any) -> Iterable[str]:
+    """What tool calls say: each call's name and its arguments' values, decoded from the JSON
+    they travel in (a call that writes "password: …" to a file has it inside a string)."""
+    for call in tool_calls if isinstance(tool_calls, list) else []:
+        function = call.get("function", {}) if isinstance(call, Mapping) else {}
+        arguments = function.get("arguments", "") if isinstance(function, Mapping) else ""
+        try:
+            decoded = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except ValueError:
+            decoded = arguments
+        yield "\n".join(_strings(decoded))
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from (f"{key}: {text}" for text in _strings(item))
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif value is not None:
+        yield str(value)
+
+
 def _context_texts(prompt_messages: Iterable[Mapping[str, Any]]) -> Iterable[tuple[str, str]]:
     for message in prompt_messages:
         where = _WHERE.get(str(message.get("role")), "the context")
         yield where, _content_text(message.get("content"))
-        if message.get("tool_calls"):
-            yield "a tool call", json.dumps(message["tool_calls"], ensure_ascii=False)
+        for text in tool_call_texts(message.get("tool_calls")):
+            yield "a tool call", text
 
 
 def turn_secret(

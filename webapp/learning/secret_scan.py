@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 from detect_secrets.plugins.base import BasePlugin
@@ -37,17 +37,17 @@ PARLEY_KEY = re.compile(r"\bpk-[A-Za-z0-9_-]{40,}")
 # Formats published by services that detect-secrets has no plugin for.
 PREFIXED = {
     "Hugging Face token": r"\bhf_[A-Za-z0-9]{30,}",
-    "GitHub token": r"\b(?:github_pat_[A-Za-z0-9_]{40,}|gh[pousr]_[A-Za-z0-9]{36,})",
+    "GitHub Token": r"\b(?:github_pat_[A-Za-z0-9_]{40,}|gh[pousr]_[A-Za-z0-9]{36,})",
     "Anthropic key": r"\bsk-ant-[a-z]+\d*-[A-Za-z0-9_-]{40,}",
     "Google API key": r"\bAIza[0-9A-Za-z_-]{35}",
     "Google OAuth client secret": r"\bGOCSPX-[A-Za-z0-9_-]{20,}",
     "DigitalOcean token": r"\bdo[oprt]_v1_[a-f0-9]{64}",
     "Shopify token": r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
-    "Stripe key": r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{20,}",
+    "Stripe Access Key": r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{20,}",
     "Groq key": r"\bgsk_[A-Za-z0-9]{40,}",
     "Replicate token": r"\br8_[A-Za-z0-9]{30,}",
     "Docker Hub token": r"\bdckr_pat_[A-Za-z0-9_-]{20,}",
-    "PyPI token": r"\bpypi-AgE[A-Za-z0-9_-]{50,}",
+    "PyPI Token": r"\bpypi-AgE[A-Za-z0-9_-]{50,}",
     "Azure storage key": r"AccountKey=[A-Za-z0-9+/]{40,}={0,2}",
     "Webhook URL with its token": (
         r"hooks\.slack\.com/services/T\w+/B\w+/\w{16,}"
@@ -55,7 +55,7 @@ PREFIXED = {
     ),
     "Notion token": r"\b(?:secret_|ntn_)[A-Za-z0-9]{40,}",
     "Atlassian token": r"\bATATT3x[A-Za-z0-9_=-]{40,}",
-    "Wi-Fi key": r"WIFI:[^\n]*?P:[^;\s]{6,};",
+    "Wi-Fi key": r"WIFI:(?:[^;\n]*;)*?P:[^;\s]{6,};",
     "Key in a URL": (
         r"[?&](?:api[_-]?key|apikey|appid|key|access_token|token|auth|sig|signature|sv|"
         r"X-Amz-Signature|X-Goog-Signature|X-Amz-Credential)=[A-Za-z0-9%+/=_.-]{16,}"
@@ -63,7 +63,9 @@ PREFIXED = {
 }
 _PREFIXED = [(kind, re.compile(pattern)) for kind, pattern in PREFIXED.items()]
 
-URL_PASSWORD = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:(?P<value>[^\s/@]+)@")
+URL_PASSWORD = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<value>[^\s/@]+)@")
+# A bearer token in an HTTP header or a curl command.
+BEARER = re.compile(r"\bBearer\s+(?P<value>[A-Za-z0-9._~+/-]{20,}=*)")
 # A password on a command line: sshpass -p …, mysql -p…, --password …, curl -u user:…
 COMMAND_LINE = re.compile(
     r"(?:\bsshpass\s+-p\s*|\bmysql\b[^\n]*?\s-p|--password[= ]|\bcurl\b[^\n]*?\s-u\s*"
@@ -91,6 +93,10 @@ ENTROPY_BITS = 4.0
 _WORD = re.compile(r"[A-Z]?[a-z]*[aeiou][a-z]*")
 PUBLIC_BEGIN = re.compile(r"-----BEGIN (?:[A-Z ]*PUBLIC KEY[A-Z ]*|CERTIFICATE[A-Z ]*)-----")
 PUBLIC_END = re.compile(r"-----END (?:[A-Z ]*PUBLIC KEY[A-Z ]*|CERTIFICATE[A-Z ]*)-----")
+PUBLIC_BLOCK = re.compile(
+    r"-----BEGIN (?:[A-Z ]*PUBLIC KEY[A-Z ]*|CERTIFICATE[A-Z ]*)-----.*?"
+    r"-----END (?:[A-Z ]*PUBLIC KEY[A-Z ]*|CERTIFICATE[A-Z ]*)-----"
+)
 _HASH_PREFIX = re.compile(r"(?i)(?:sha\d+|md5)[-:]$|^(?:sha\d+|md5)[-:]")
 
 
@@ -151,16 +157,17 @@ def _base64_of_text(value: str) -> bool:
 
 
 def _formats(line: str) -> Iterator[Secret]:
-    with default_settings():
-        for plugin in _plugins():
-            for found in plugin.analyze_line(filename="chat.txt", line=line):
-                value = str(found.secret_value or "")
-                if placeholder(value):
-                    continue
-                # detect-secrets' keyword rule reads code; a translated word is no value
-                if plugin.secret_type == "Secret Keyword" and not password_like(value):
-                    continue
-                yield Secret(plugin.secret_type, value)
+    """Secrets in the formats services publish (detect-secrets' plugins: call it inside
+    ``default_settings()``) and the other formats Parley knows."""
+    for plugin in _plugins():
+        for found in plugin.analyze_line(filename="chat.txt", line=line):
+            value = str(found.secret_value or "")
+            if placeholder(value):
+                continue
+            # detect-secrets' keyword rule reads code; a translated word is no value
+            if plugin.secret_type == "Secret Keyword" and not password_like(value):
+                continue
+            yield Secret(plugin.secret_type, value)
     for match in PARLEY_KEY.finditer(line):
         yield Secret("Parley API key", match[0])
     for kind, pattern in _PREFIXED:
@@ -173,6 +180,10 @@ def _formats(line: str) -> Iterator[Secret]:
                 yield Secret(
                     kind if kind != "Command line" else "Password on a command line", match["value"]
                 )
+    for match in BEARER.finditer(line):
+        value = match["value"]
+        if not placeholder(value) and (_random_token(value) or re.search(r"[0-9a-f]{32}", value)):
+            yield Secret("Bearer token", value)
     for match in BASIC_AUTH.finditer(line):
         if ":" in _decoded_text(match["value"]):  # user:password in base64
             yield Secret("Basic auth credentials", match["value"])
@@ -205,27 +216,48 @@ def _recovery_codes(text: str) -> Iterator[Secret]:
             yield Secret("Recovery codes", " ".join(codes[:4]))
 
 
+def _unescaped(text: str) -> str:
+    """JSON-escaped text as it reads (a tool's output in a JSON string: "host: db\\npassword:
+    …"), so that each of its lines is read as a line."""
+    return text.replace("\\n", "\n").replace("\\t", "\t").replace('\\"', '"')
+
+
 def secrets_in(text: str) -> list[Secret]:
-    """Every secret found in ``text``, line by line, each once."""
+    """Every secret found in ``text``, line by line, each once; JSON-escaped text is read
+    unescaped too."""
     found: dict[tuple[str, str], Secret] = {}
+    readings = [text, _unescaped(text)] if "\\" in text else [text]
+    with default_settings():
+        for reading in readings:
+            for secret in _secrets_in_lines(reading):
+                found.setdefault((secret.kind, secret.value), secret)
+    return list(found.values())
+
+
+def _secrets_in_lines(text: str) -> Iterator[Secret]:
     public_block = False
     for line in text.splitlines():
         if PUBLIC_BEGIN.search(line):
             public_block = True
-        elif PUBLIC_END.search(line):
+        if PUBLIC_END.search(line):  # the end may be on the line it begins on
             public_block = False
+            yield from _in_line(PUBLIC_BLOCK.sub(" ", line), public_block=False)
+            continue
         if len(line) > 10_000:  # a pasted blob: its lines are read in pieces
             pieces = [line[i : i + 10_000] for i in range(0, len(line), 9_000)]
         else:
             pieces = [line]
         for piece in pieces:
-            for secret in _in_line(piece, public_block=public_block):
-                found.setdefault((secret.kind, secret.value), secret)
-    for secret in _recovery_codes(text):
-        found.setdefault((secret.kind, secret.value), secret)
-    return list(found.values())
+            yield from _in_line(piece, public_block=public_block)
+    yield from _recovery_codes(text)
+
+
+@lru_cache(maxsize=4096)
+def _kinds(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(secret.kind for secret in secrets_in(text)))
 
 
 def secret_kinds(text: str) -> list[str]:
-    """The kinds of secret in ``text``, each once, in the order found."""
-    return list(dict.fromkeys(secret.kind for secret in secrets_in(text)))
+    """The kinds of secret in ``text``, each once, in the order found (remembered for the
+    texts read last: a conversation's context is read again for each of its turns)."""
+    return list(_kinds(text))

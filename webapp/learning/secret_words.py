@@ -40,7 +40,7 @@ PIN = re.compile(
 )
 # An app password as Google shows it, after a password's name: "Password: cprf uene nrut zkkh".
 APP_PASSWORD = re.compile(
-    rf"(?i)(?<![a-z])(?:{PASSWORD_NAMES})(?![a-z])\s*[:=：]?\s*"
+    rf"(?i)(?<![a-z])(?:{PASSWORD_NAMES})(?![a-z])\s*[:=：]\s*"
     r"(?P<value>[a-z]{4}(?: [a-z]{4}){3})\b"
 )
 # A private key said in words, then its hex or base58 value: "приватний ключ 0x93de…".
@@ -48,6 +48,11 @@ PRIVATE_KEY = re.compile(
     r"(?i)(?:private key|приватн\w* ключ|закрыт\w* ключ|clé privée|chiave privata|clave privada|"
     r"privater schlüssel|chave privada|秘密鍵|私钥|私鑰|개인 ?키)[^\n]{0,60}?"
     r"(?P<value>\b(?:0x)?[a-fA-F0-9]{64}\b|\b[1-9A-HJ-NP-Za-km-z]{50,}\b)"
+)
+# An environment variable or setting that holds one: PGPASSWORD=…, MYSQL_ROOT_PASSWORD: …
+ENVIRONMENT = re.compile(
+    r"\b[A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY)[A-Z0-9_]*"
+    r"[\"']?\s*[=:]\s*[\"'`]?(?P<value>[^\s\"'`,;]{6,})"
 )
 # A login and its password written as a pair: "the login is admin / BKq65RUev@F4b".
 USER_PASS = re.compile(
@@ -110,7 +115,7 @@ def _trimmed(value: str) -> str:
 
 def secrets_said(line: str) -> Iterator[tuple[str, str]]:
     """(kind, value) of each secret said in words in ``line``."""
-    for match in [*NAMED.finditer(line), *USER_PASS.finditer(line)]:
+    for match in [*NAMED.finditer(line), *ENVIRONMENT.finditer(line), *USER_PASS.finditer(line)]:
         value = _trimmed(match["value"])
         # an identifier of code ("api_key", "per_token") is a name, not a value
         if password_like(value) and re.search(r"\d|[^\w]", value):

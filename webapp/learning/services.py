@@ -31,7 +31,7 @@ from webapp.learning.alternatives import (
 from webapp.learning.evidence import evidence_facts, evidence_fingerprint
 from webapp.learning.models import Judgement, Sample
 from webapp.learning.notify import push_learning_status
-from webapp.learning.secret_guard import turn_secret
+from webapp.learning.secret_guard import tool_call_texts, turn_secret
 from webapp.learning.selectors import lineage_owner_id, policy_version_live, versions_behind
 
 CONVERSATION_END_STATE = "(The user ended the conversation here without replying.)"
@@ -163,8 +163,10 @@ def judgement_record(
     """Write the judgement and (when the turn is eligible and has a signal) its sample.
 
     Idempotent on (message, evidence fingerprint). A newer judgement of the same message
-    supersedes its older ready samples; consumed ones stay as trained.
+    supersedes its older ready samples; consumed ones stay as trained. A turn that holds a
+    secret gets its sample excluded from the start (read before the row is locked).
     """
+    secret = _turn_secret(evidence, hint)
     message = (
         Message.objects.select_for_update(of=("self",))
         .select_related("conversation", "policy_version")
@@ -205,16 +207,6 @@ def judgement_record(
         status=Sample.Status.SUPERSEDED,
         exclusion_reason=f"superseded by judgement {judgement.pk} of the same answer",
     )
-    secret = turn_secret(
-        prompt_messages=evidence.prompt_messages,
-        texts={
-            "the answer": evidence.answer,
-            "the correction": evidence.correction,
-            "the comment": evidence.user_hint,
-            "the next message": evidence.next_state,
-            "the judge's hint": hint,
-        },
-    )
     sample = Sample.objects.create(
         message=message,
         judgement=judgement,
@@ -235,6 +227,25 @@ def judgement_record(
         enqueue(Task.MAYBE_TRAIN)
         alternatives_queue(sample=sample)
     return judgement
+
+
+def _turn_secret(evidence: MessageEvidence, hint: str | None) -> str | None:
+    """Why this turn may not train because of a secret it holds (secret_guard), or None."""
+    reasoning, tool_calls = (
+        Message.objects.filter(pk=evidence.message_id).values_list("reasoning", "tool_calls").get()
+    )
+    return turn_secret(
+        prompt_messages=evidence.prompt_messages,
+        texts={
+            "the answer": evidence.answer,
+            "the answer's reasoning": reasoning,
+            "the answer's tool calls": "\n".join(tool_call_texts(tool_calls)),
+            "the correction": evidence.correction,
+            "the comment": evidence.user_hint,
+            "the next message": evidence.next_state,
+            "the judge's hint": hint,
+        },
+    )
 
 
 def conversation_has_sample(*, conversation: Conversation) -> bool:

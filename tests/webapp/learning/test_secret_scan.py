@@ -101,3 +101,38 @@ def test_a_turn_names_the_kind_and_where_without_quoting_the_secret() -> None:
 
 def test_a_key_that_ends_a_sentence_is_found() -> None:
     assert secret_kinds("My AWS secret key is xCsZjr/6v/Cjk+sPhHXboNqbJvdqOcvU/QZT+nfw.")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"stdout": "host: db\\npassword: Tr0ub4dor&3\\n"}',  # a tool's output as JSON
+        "PGPASSWORD=Zq9vLm2x! psql -h db",
+        "redis://:Sup3rS3cret@redis:6379/0",
+        "Authorization: Bearer 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "-----BEGIN CERTIFICATE-----MIIBkTCB+wIJAKHBfpegPjMC-----END CERTIFICATE-----\n"
+        "and the key: Zx8Kq2vLm9Tr4Wp7Yd3Nf6Hs1Jc5Bg0Qa",
+    ],
+)
+def test_secrets_in_json_environment_urls_headers_and_after_a_certificate(text: str) -> None:
+    assert secret_kinds(text)
+
+
+def test_a_tool_call_that_writes_a_password_holds_it() -> None:
+    arguments = json.dumps({"path": ".env", "content": "password: Tr0ub4dor&3\n"})
+    call = {"id": "c", "type": "function", "function": {"name": "write", "arguments": arguments}}
+    reason = turn_secret(
+        prompt_messages=[{"role": "assistant", "content": None, "tool_calls": [call]}], texts={}
+    )
+    assert reason == "contains a secret: Password or key named in words in a tool call"
+
+
+@pytest.mark.parametrize(
+    "line", ["WIFI:P:" * 1500, "password: " * 5000, "Bearer " * 7000, "a" * 50_000, "x=" * 25_000]
+)
+def test_no_pattern_backtracks_catastrophically_on_a_long_repeated_line(line: str) -> None:
+    import time
+
+    started = time.perf_counter()
+    secrets_in(line)
+    assert time.perf_counter() - started < 5  # a judge worker reads every judged turn

@@ -13,7 +13,7 @@ from webapp.chat.models import Message
 from webapp.core.outbox import Task
 from webapp.inference import ChoiceResult
 from webapp.learning import alternatives
-from webapp.learning.comparisons import ComparisonInvalid, comparison_choose
+from webapp.learning.comparisons import ComparisonInvalid, comparison_choose, comparison_view
 from webapp.learning.models import AlternativesJob, Sample
 from webapp.learning.selectors import learning_status
 from webapp.learning.workflows import claiming
@@ -163,7 +163,7 @@ def test_a_turn_without_a_secret_still_trains(alice, sent) -> None:
     assert _sample(answer).status == "ready" and _sample(answer).exclusion_reason == ""
 
 
-def test_an_alternative_that_writes_a_secret_is_kept_but_never_chosen(alice, sent) -> None:
+def test_an_alternative_that_writes_a_secret_is_kept_but_never_offered(alice, sent) -> None:
     settings_answer = _turn(alice, "Suggest a strong password.", answer="password123")
     services.feedback_set(message=settings_answer, author=alice, rating=-1)
     judge_message(settings_answer.pk, judge=Judge())
@@ -190,7 +190,8 @@ def test_an_alternative_that_writes_a_secret_is_kept_but_never_chosen(alice, sen
     )
     statuses = [(_sample(m).status, _sample(m).exclusion_reason[:17]) for m in written]
     assert statuses == [("ready", ""), ("excluded", "contains a secret")]
-    with pytest.raises(ComparisonInvalid, match="looks like a secret"):
+    assert comparison_view(disliked=settings_answer).alternatives == [written[0]]
+    with pytest.raises(ComparisonInvalid, match="not one of those offered"):
         comparison_choose(disliked=settings_answer, chosen=written[1])
 
 
@@ -208,3 +209,22 @@ def test_my_model_and_the_admin_show_why(alice, sent, client, admin_client) -> N
     assert listing.status_code == 200 and f"/learning/sample/{sample.pk}/" in listing.text
     clean = admin_client.get(reverse("admin:learning_sample_changelist"), {"secret": "no"})
     assert f"/learning/sample/{sample.pk}/" not in clean.text
+
+
+def test_the_migration_sets_aside_ready_samples_made_before_the_detector(alice, sent) -> None:
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("webapp.learning.migrations.0011_samples_with_secrets")
+    clean, pasted = _turn(alice, "Hi"), _turn(alice, "Hi again")
+    for answer in (clean, pasted):
+        services.feedback_set(message=answer, author=alice, rating=1)
+        judge_message(answer.pk, judge=Judge())
+    # as a sample made before secrets were looked for: ready, the comment holding the key
+    services.feedback_set(message=pasted, author=alice, rating=1, comment=f"key: {GITHUB_TOKEN}")
+    Sample.objects.filter(message=pasted).update(status="ready", exclusion_reason="")
+    migration.set_aside(apps, None)
+    assert _sample(clean).status == "ready"
+    assert _sample(pasted).status == "excluded"
+    assert "GitHub Token in the comment" in _sample(pasted).exclusion_reason
