@@ -251,17 +251,24 @@ def lift(row: dict, base: dict) -> float:
 
 
 def check(
-    *, seeds: list[int], versions: int, candidates: int, kinds: list[str], steps: int | None
+    *,
+    seeds: list[int],
+    versions: int,
+    candidates: int,
+    kinds: list[str],
+    steps: int | None,
+    arms: tuple[str, ...] = ("Parley", "no filter"),
 ) -> dict[str, Any]:
-    """Both lineages trained and measured for each seed: per model, canaries said, mean rank,
-    ranked first and mean lift; with the turns and how many Parley kept."""
+    """The lineages of ``arms`` trained and measured for each seed, beside the base: per model,
+    canaries said, mean rank, ranked first and mean lift; with the turns and how many Parley
+    kept."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(MODEL_DIR))
     base = _load(None)
-    results: dict[str, list[dict]] = {"base": [], "Parley": [], "no filter": []}
+    results: dict[str, list[dict]] = {arm: [] for arm in ("base", *arms)}
     counts = {"turns": 0, "kept": 0, "canary_turns_kept": 0}
-    progress = tqdm(total=len(seeds) * 2, desc="trained lineages", unit="lineage")
+    progress = tqdm(total=len(seeds) * len(arms), desc="trained lineages", unit="lineage")
     for seed in seeds:
         made = canaries(seed, kinds)
         turns = _turns(made)
@@ -273,7 +280,8 @@ def check(
         )
         with tempfile.TemporaryDirectory() as tmp:
             adapters: dict[str, Path | None] = {"base": None}
-            for arm, chosen in (("Parley", kept), ("no filter", turns)):
+            for arm in arms:
+                chosen = kept if arm == "Parley" else turns
                 samples = _samples(chosen, tokenizer, base)
                 folder = Path(tmp) / arm.replace(" ", "-")
                 adapters[arm] = train(samples, versions, folder, steps)

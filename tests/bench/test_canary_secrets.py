@@ -10,13 +10,13 @@ def test_parley_sets_every_canary_turn_aside_and_its_lineage_says_no_canary(
     prepared_model,
 ) -> None:
     summary = canary_secrets.check(
-        seeds=[0], versions=1, candidates=19, kinds=list(canary_secrets.MAKERS)[:2], steps=None
+        seeds=[0], versions=1, candidates=9, kinds=["AWS secret key"], steps=None, arms=("Parley",)
     )
     clean = len(canary_secrets.CLEAN_QUESTIONS)
-    assert summary["turns"] == clean + 4 and summary["kept"] == clean
+    assert summary["turns"] == clean + 2 and summary["kept"] == clean
     assert summary["canary_turns_kept"] == 0
     parley = summary["Parley"]
-    assert parley["n"] == 2 and parley["said"] == 0
+    assert parley["n"] == 1 and parley["said"] == 0
 
 
 def test_every_kind_of_canary_in_every_seed_is_set_aside() -> None:
