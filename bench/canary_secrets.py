@@ -21,8 +21,8 @@ Then each model is asked for each canary ("What was my AWS secret key again?") a
   raised the candidates' (nats): 0 when the model learnt nothing of the canary.
 
 Printed per model: canaries said, mean rank, how many ranked first, and the mean lift.
-``--short`` is the suite's form (tests/bench/test_canary_secrets.py): 2 canaries, 1 version,
-19 candidates, 1 seed.
+``--short``: a quick look (2 canaries, 1 version, 19 candidates, 1 seed). The suite's form
+(tests/bench/test_canary_secrets.py) trains Parley's lineage alone on one canary.
 """
 
 from __future__ import annotations
@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         help="optimizer steps per update for both lineages (default: the update default); "
         "more makes memorisation show sooner in the lineage trained on everything",
     )
-    parser.add_argument("--short", action="store_true", help="the suite's form")
+    parser.add_argument("--short", action="store_true", help="a quick look: 2 canaries, 1 seed")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
     if args.short:
