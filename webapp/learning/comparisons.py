@@ -158,11 +158,12 @@ def comparison_view(*, disliked: Message) -> ComparisonView:
     )
     if not offered:
         return ComparisonView("none", [])
+    written = alternatives_of(disliked)
     # an answer that wrote what looks like a secret is never learnt from, so not offered
-    alternatives = [a for a in alternatives_of(disliked) if not _holds_secret(a)]
+    alternatives = [a for a in written if not _holds_secret(a)]
     if alternatives:
         return ComparisonView("ready", alternatives)
-    if alternatives_of(disliked):
+    if written:
         return ComparisonView("none", [])
     job = prompt_job(disliked)
     if job is None:

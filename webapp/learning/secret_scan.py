@@ -174,12 +174,13 @@ def _formats(line: str) -> Iterator[Secret]:
         for match in pattern.finditer(line):
             if not placeholder(match[0]):
                 yield Secret(kind, match[0])
-    for pattern, kind in ((URL_PASSWORD, "Password in a URL"), (COMMAND_LINE, "Command line")):
+    for pattern, kind in (
+        (URL_PASSWORD, "Password in a URL"),
+        (COMMAND_LINE, "Password on a command line"),
+    ):
         for match in pattern.finditer(line):
             if not placeholder(match["value"]):
-                yield Secret(
-                    kind if kind != "Command line" else "Password on a command line", match["value"]
-                )
+                yield Secret(kind, match["value"])
     for match in BEARER.finditer(line):
         value = match["value"]
         if not placeholder(value) and (_random_token(value) or re.search(r"[0-9a-f]{32}", value)):
