@@ -22,7 +22,7 @@ prepared folder under PARLEY_MODELS_DIR, or --tokenizer). Then, timed:
    difference).
 
 It prints each figure and writes them all to a JSON file (--out). The estimate of
-``trainer.memory`` is printed beside the measured peak, so the arithmetic can be checked.
+``trainer.gpu_memory`` is printed beside the measured peak, so the arithmetic can be checked.
 Exit status: 0 when every leg ran, 1 when one failed (the JSON says which), 2 without a GPU.
 """
 
@@ -50,7 +50,7 @@ from bench.multi_person_step import leg_status, multi_person_leg  # noqa: E402
 from trainer.batch import Sample, chat_prompt_ids  # noqa: E402
 from trainer.config import UpdateConfig  # noqa: E402
 from trainer.distributed import run_update_launched  # noqa: E402
-from trainer.memory import SHAPES, ModelShape, anchor_token_count, memory_budget  # noqa: E402
+from trainer.gpu_memory import SHAPES, ModelShape, anchor_token_count, memory_budget  # noqa: E402
 from trainer.policy import (  # noqa: E402
     policy_from_base,
     release_memory,

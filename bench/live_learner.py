@@ -27,6 +27,9 @@ class VersionScore:
     own_via_api: float | None = None  # the learner asking model="parley" through /v1
     control_via_api: float | None = None  # the control user (no feedback), the same prompts
     broken: list[str] = field(default_factory=list)  # broken held-out answers (their start)
+    # --feedback memory: ``score`` is as served (the memory in the prompt, through /v1), this
+    # the version alone (asked without it)
+    score_without_memory: float | None = None
 
 
 @dataclass
@@ -83,8 +86,24 @@ def simulate(
     def _via_api(_: int) -> tuple[float, float | None]:
         return api_scores(system, preference, prompts["held_out"], eval_tokens, control_key)
 
-    score, broken = evaluate(system, preference, prompts["held_out"], 0, eval_tokens)
-    run.versions.append(VersionScore(0, 0, score, 1.0, 0.0, *_via_api(0), broken=broken))
+    def _scored(number: int, turns: int, ratio: float | None, seconds: float) -> VersionScore:
+        score, broken = evaluate(system, preference, prompts["held_out"], number, eval_tokens)
+        own, control = _via_api(number)
+        if feedback != "memory":
+            return VersionScore(number, turns, score, ratio, seconds, own, control, broken)
+        return VersionScore(
+            number, turns, own, ratio, seconds, own, control, broken, score_without_memory=score
+        )
+
+    if feedback == "memory":  # stated once, as a memory; then only new questions
+        created = httpx.post(
+            system.web_url + "/v1/memories",
+            json={"text": preference.comment},
+            headers=headers,
+            timeout=60,
+        )
+        created.raise_for_status()
+    run.versions.append(_scored(0, 0, 1.0, 0.0))
     seen = 0
     bar = tqdm(total=versions, desc=f"{preference.name} ({algorithm}, {feedback})", unit="version")
     turn = 0
@@ -102,6 +121,10 @@ def simulate(
                 extra_headers={"X-Session-Id": f"bench-{seed}-{turn}", "X-Session-Done": "1"},
             )
             answer = completion.choices[0].message.content or ""
+            run.turns += 1
+            turn += 1
+            if feedback == "memory":
+                continue
             # the replay's simulated user: a loop is a miss, said so, never rewritten
             reaction = react(
                 preference, answer, feedback, token_ids=answer_token_ids(system, answer)
@@ -113,9 +136,7 @@ def simulate(
             if reaction.correction:
                 body["correction"] = reaction.correction
             httpx.post(system.web_url + "/v1/feedback", json=body, headers=headers, timeout=60)
-            run.turns += 1
             run.thumbs_up += int(good)
-            turn += 1
         deadline = time.monotonic() + 1800
         while _newest_version(system) <= seen and time.monotonic() < deadline:
             time.sleep(2)
@@ -135,18 +156,10 @@ def simulate(
             continue
         live = newest
         seen = live
-        score, broken = evaluate(system, preference, prompts["held_out"], live, eval_tokens)
         run.versions.append(
-            VersionScore(
-                live,
-                run.turns,
-                score,
-                ppl_ratio(system, live),
-                time.monotonic() - started,
-                *_via_api(live),
-                broken=broken,
-            )
+            _scored(live, run.turns, ppl_ratio(system, live), time.monotonic() - started)
         )
+        score = run.versions[-1].score
         bar.update(1)
         own, control = run.versions[-1].own_via_api, run.versions[-1].control_via_api
         shown = "—" if control is None else f"{control:.2f}"

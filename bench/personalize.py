@@ -91,7 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompts", type=Path, default=ROOT / "bench" / "data" / "prompts.json")
     parser.add_argument("--algorithm", choices=list(ALGORITHMS), default="combined")
     parser.add_argument(
-        "--feedback", choices=["thumbs", "comments", "corrections"], default="corrections"
+        "--feedback",
+        choices=["thumbs", "comments", "corrections", "memory"],
+        default="corrections",
+        help="memory: the preference stated once as a memory, then only new questions",
     )
     parser.add_argument("--turns", type=int, default=128, help="most feedback turns")
     parser.add_argument("--versions", type=int, default=16, help="stop after this many versions")
@@ -160,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             for x in (v.own_via_api, v.control_via_api)
         )
         print(f"{label:>8}{v.feedback_turns:>8}{v.score:>8.2f}{ratio:>10}{minutes:>9.1f}{api}")
+        if v.score_without_memory is not None:
+            print(f"{'':>8}{'':>8}{v.score_without_memory:>8.2f}  (without the memory)")
     first, best = run.versions[0].score, max(v.score for v in run.versions)
     worst_ppl = max((v.ppl_ratio or 1.0) for v in run.versions)
     target = best >= 0.8 or best - first >= 0.5
@@ -175,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         "turns": run.turns,
         "thumbs_up": run.thumbs_up,
         "versions": [vars(v) for v in run.versions],
+        # without memory at version 0: the base model as a newcomer meets it
+        "base_score": run.versions[0].score_without_memory
+        if run.feedback == "memory"
+        else run.versions[0].score,
         "target_met": target,
         "worst_ppl_ratio": worst_ppl,
         "rejected_by_gate": run.rejected,

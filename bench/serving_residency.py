@@ -78,7 +78,7 @@ def adapter_estimate_mib(model_dir: Path, *, rank: int, targets: tuple[str, ...]
     """One adapter's weights in vLLM, from its shape: fp32 on the CPU build."""
     from transformers import AutoConfig
 
-    from trainer.memory import ModelShape, lora_parameters
+    from trainer.gpu_memory import ModelShape, lora_parameters
 
     shape = ModelShape.from_config(AutoConfig.from_pretrained(str(model_dir)))
     return lora_parameters(shape, rank, targets) * 4 / 2**20

@@ -8,7 +8,7 @@
   becomes daphne.
 - ``judge`` / ``train`` / ``beat``: the Celery processes of the Procfile, each exec'd so that
   ``docker stop`` reaches Celery directly and its warm shutdown lets a running task finish.
-  ``train`` first prints the update's GPU memory budget (``python -m trainer.memory``) and
+  ``train`` first prints the update's GPU memory budget (``python -m trainer.gpu_memory``) and
   does not start when it cannot fit or when ``PARLEY_TRAIN_DEVICE=cuda`` finds no GPU.
 - ``adapter-sync``: every ``PARLEY_ADAPTER_SYNC_S`` seconds this writes the live version's
   ``NAME=PATH`` to ``PARLEY_LIVE_ADAPTER_FILE`` on the adapters volume, which
@@ -69,7 +69,7 @@ def celery_command(role: str, env: Mapping[str, str]) -> list[str]:
 def train_check_command(env: Mapping[str, str]) -> list[str]:
     """The start-up check of the train role: the memory budget, and the device setting."""
     model = env.get("PARLEY_BASE_MODEL", "/models/base")
-    return [sys.executable, "-m", "trainer.memory", "--model", model]
+    return [sys.executable, "-m", "trainer.gpu_memory", "--model", model]
 
 
 def web_command(env: Mapping[str, str]) -> list[str]:

@@ -74,6 +74,7 @@ class AnswerFactory(factory.Factory):
     served_model = None
     policy_version = None  # the live version
     turn_type = Message.TurnType.MAIN
+    memories = factory.LazyFunction(list)
 
     @classmethod
     def _create(cls, model_class: type[Message], **kw: Any) -> Message:
@@ -86,6 +87,7 @@ class AnswerFactory(factory.Factory):
             served_model=kw["served_model"] or version.served_name("parley"),
             sampling_params=kw["sampling_params"],
             turn_type=kw["turn_type"],
+            memories=kw["memories"],
         )
         return services.assistant_message_finish(
             message=message,

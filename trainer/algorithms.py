@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SAMPLE_KINDS = ("rl", "opd", "combined")
-"""What a stored sample carries (``Sample.Kind``): a reward, a hint, or both."""
+SAMPLE_KINDS = ("rl", "opd", "combined", "memory")
+"""What a stored sample carries (``Sample.Kind``): a reward, a hint, both, or a person's
+memories to distil (every algorithm trains those: ``Sample.distils_context``)."""
 
 COMMON_STEP_METRICS = ("step", "loss", "grad_norm", "tokens", "tokens_per_second", "seconds")
 """Metrics every update step reports, whichever algorithm it runs."""

@@ -54,6 +54,13 @@ class Sample:
     (``--logprobs-mode processed_logprobs``), so the trainer scores the response with its
     logits divided by the same temperature: behaviour policy and importance weights agree."""
 
+    distils_context: bool = False
+    """Context distillation of a person's memories: the response was sampled with them in the
+    prompt (``teacher_prompt_token_ids``, as served, ``hint`` their text), and
+    ``prompt_token_ids`` is the same turn without them. The student's old log-probs are the
+    policy's own on that prompt at the start of the update, so the per-token advantage is
+    teacher − student, whatever the algorithm."""
+
     def __post_init__(self) -> None:
         if not self.prompt_token_ids:
             raise ValueError(
@@ -263,10 +270,25 @@ def trainer_sample(
     group_id: str | None = None,
     tools: list[dict[str, Any]] | None = None,
     temperature: float = 1.0,
+    memory: str = "",
 ) -> Sample:
     """A judged answer as stored (its hint and correction as text) as the trainer's ``Sample``:
     the correction tokenised and ended with the end-of-sequence token, the hinted teacher
-    prompt built on the served prompt (``hinted_prompt_ids``)."""
+    prompt built on the served prompt (``hinted_prompt_ids``).
+
+    With ``memory`` (the memories the answer was served with, as text) the sample distils
+    them: the served prompt is the teacher's, the student's is ``prompt_messages`` rendered
+    without them (``Sample.distils_context``)."""
+    if memory:
+        return Sample(
+            prompt_token_ids=chat_prompt_ids(tokenizer, prompt_messages, tools),
+            response_token_ids=response_token_ids,
+            sampler_logprobs=response_logprobs,
+            hint=memory,
+            teacher_prompt_token_ids=prompt_token_ids,
+            temperature=temperature,
+            distils_context=True,
+        )
     correction_ids = None
     if correction:
         correction_ids = tokenizer.encode(correction, add_special_tokens=False)

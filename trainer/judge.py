@@ -44,7 +44,7 @@ from trainer.judge_cues import cue_hint, cue_vote, score_from_cues, split_next_s
 PROMPT_VERSION = "prm-v2"  # the LLM judge's prompts
 # The cue judge's rules (v2: hints without the complaint around them; v3: German, Chinese,
 # French and Spanish cues, requests to change the answer's form or content count as -1).
-CUES_VERSION = "cues-v4"
+CUES_VERSION = "cues-v5"
 JUDGE_KINDS = ("cues", "hindsight", "llm")
 MIN_HINT_CHARS = 10
 TRIVIAL_HINTS = {
@@ -94,7 +94,7 @@ _DEBRIS = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _CONTENT_WORD = re.compile(r"[^\W_\u3400-\u9fff]{4,}")
-_CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
 
 JUDGE_SYSTEM = (
     "You are a strict evaluator of an AI assistant. You see the user's request, the assistant's "

@@ -38,7 +38,7 @@ from trainer.algorithms import algorithm_get
 from trainer.batch import Sample
 from trainer.config import UpdateConfig
 from trainer.generation import eos_token_ids
-from trainer.memory import MemoryBudget, gpu_budget
+from trainer.gpu_memory import MemoryBudget, gpu_budget
 from trainer.optimizer_state import optimizer_state_load, optimizer_steps
 from trainer.policy import (
     max_serving_lora_rank,

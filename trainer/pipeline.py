@@ -25,7 +25,8 @@ from transformers import AutoTokenizer
 from trainer.batch import Sample
 from trainer.config import UpdateConfig
 from trainer.distributed import Launcher, run_update_launched
-from trainer.memory import gpu_budget
+from trainer.gpu_memory import gpu_budget
+from trainer.memory_gap import memory_gaps
 from trainer.multi_person import PersonJob, run_updates
 from trainer.policy import load_policy, lora_snapshot, pick_device, release_memory
 from trainer.probes import PROBE_PROMPTS, PROBE_TEXT
@@ -49,6 +50,8 @@ def train_and_probe(
     holdout: Sequence[Sample] = (),
     fresh: Sequence[Sample] = (),
     base_probe: dict[str, float] | None = None,
+    memories: Sequence[str] = (),
+    memory_form: str = "appended",
 ) -> Iterator[dict[str, Any]]:
     """Yield each step's metrics, then the summary (``"done": True``) with two more keys:
     ``"probe"`` (the candidate's probe figures, ``trainer.probing.probe_model``) and
@@ -57,7 +60,9 @@ def train_and_probe(
     versions, or ready beyond the batch); ``fresh``: the newest judged samples, held back from
     every version so far. Both are scored; ``trainer.gate.gate_decision`` holds the candidate
     to the fresh ones, and to the others only where there are none. ``base_probe``: the base's
-    probe figures when already measured (``trainer.probing.probe_model``)."""
+    probe figures when already measured (``trainer.probing.probe_model``). ``memories``: the
+    person's memories this update distilled; the summary's ``"memory_gaps"`` says how far the
+    candidate still needs each in its prompt (``trainer.memory_gap``)."""
     dev = pick_device(device)
     summary: dict[str, Any] = {}
     if processes > 1:
@@ -117,6 +122,9 @@ def train_and_probe(
         fresh=fresh,
         base_probe=base_probe,
     )
+    if memories:
+        probed["memory_gaps"] = memory_gaps(model, tokenizer, memories, form=memory_form)
+        probed["gate_seconds"] = time.perf_counter() - started
     del model, live_weights
     release_memory(dev)
     yield {**summary, **probed}

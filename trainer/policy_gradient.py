@@ -64,7 +64,9 @@ def prepare_chunk(
         temperatures=[s.temperature for s in samples],
     ).to(device)
     uses_rl_B = torch.tensor([use_rl and s.reward is not None for s in samples], device=device)
-    uses_opd_B = torch.tensor([use_opd and s.hint is not None for s in samples], device=device)
+    uses_opd_B = torch.tensor(
+        [(use_opd or s.distils_context) and s.hint is not None for s in samples], device=device
+    )
     teacher_logp_B_T = torch.zeros_like(batch.target_logp_B_T)
     hinted = [s for s, opd in zip(samples, uses_opd_B.tolist(), strict=True) if opd]
     if hinted:
@@ -89,6 +91,12 @@ def prepare_chunk(
         teacher_logp_B_T[uses_opd_B] = move_targets(
             logp_H_S, teacher.target_mask_B_T, student_mask_H_T
         )
+    distilled_B = torch.tensor([s.distils_context for s in samples], device=device)
+    if bool(distilled_B.any()):
+        # Sampled with the memories in the prompt: the student's own log-probs without them are
+        # the old policy's (the importance weight is 1, the advantage teacher − student).
+        student_B_T = score(model, batch)
+        batch.target_logp_B_T[distilled_B] = student_B_T[distilled_B]
     chunk = Chunk(
         batch, torch.tensor(reward_adv, device=device), uses_rl_B, uses_opd_B, teacher_logp_B_T
     )

@@ -15,7 +15,7 @@ as they come; it never sees a database. The algorithm, in order:
 
 Micro-batches are sized by padded tokens (``micro_batch_tokens``), since activation memory
 grows with tokens; on a GPU the update's memory budget is checked before the model is loaded
-(``trainer.memory``), so a configuration that cannot fit is refused with the arithmetic.
+(``trainer.gpu_memory``), so a configuration that cannot fit is refused with the arithmetic.
 
 Several processes (``World``, launched by ``trainer.distributed``) compute the same update: each
 rank computes the advantages and token counts from all samples, takes every ``world_size``-th
@@ -48,7 +48,7 @@ from trainer.anchor import anchor_batch, anchor_token_ids, next_token_logprobs
 from trainer.batch import Batch, Sample, collate, micro_batches
 from trainer.config import UpdateConfig
 from trainer.generation import eos_token_ids
-from trainer.memory import MemoryBudget, gpu_budget
+from trainer.gpu_memory import MemoryBudget, gpu_budget
 from trainer.optimizer_state import optimizer_state_load, optimizer_steps
 from trainer.policy import (
     adapter_disabled,
@@ -245,7 +245,9 @@ def plan_update(
     reward_adv, baseline = reward_advantages(config, samples)
 
     def trains_pg(s: Sample) -> bool:
-        has_signal = (use_rl and s.reward is not None) or (use_opd and s.hint is not None)
+        has_signal = (use_rl and s.reward is not None) or (
+            (use_opd or s.distils_context) and s.hint is not None
+        )
         return has_signal and len(s.response_token_ids) > 0
 
     pg_rows = sorted(

@@ -2,8 +2,7 @@
 
 Embedded mode (no ``DATABASE_URL`` / ``REDIS_URL``): the launcher starts PostgreSQL and Redis
 under ``var/`` and writes their addresses to ``var/run/infra.json``; any process started later
-(a worker, ``manage.py shell``) finds them there. docs/configuration.md lists every variable
-read here.
+(a worker, ``manage.py shell``) finds them there. docs/configuration.md lists every variable.
 """
 
 from __future__ import annotations
@@ -68,6 +67,7 @@ INSTALLED_APPS = [
     "webapp.learning",
     "webapp.dashboard",
     "webapp.privacy",
+    "webapp.memory",
     "webapp.frontdoor",
 ]
 
@@ -176,6 +176,12 @@ USER_MAX_API_KEYS = env_int("PARLEY_USER_MAX_API_KEYS", 10)
 # Two answers at once per user: more let one user's parallel requests push back everyone
 # else's first tokens (python -m bench.load --flood --flood-user-streams N measures it).
 USER_MAX_STREAMS = env_int("PARLEY_USER_MAX_STREAMS", 2)
+# Memory (docs/learning.md): the served form, limits, whether learnt ones are still served.
+MEMORY_FORM = env_choice("PARLEY_MEMORY_FORM", "appended", ("appended", "system", "both"))
+MEMORY_MAX_KEPT = env_int("PARLEY_MEMORY_MAX_KEPT", 50)
+MEMORY_MAX_CHARS = env_int("PARLEY_MEMORY_MAX_CHARS", 300)
+MEMORY_SERVED_TOKENS = env_int("PARLEY_MEMORY_SERVED_TOKENS", 256)
+MEMORY_SERVE_LEARNT = env_bool("PARLEY_MEMORY_SERVE_LEARNT", True)
 USER_RATE_LIMIT_PER_MINUTE = env_int("PARLEY_USER_RATE_LIMIT_PER_MINUTE", 600)
 # A stream's slot is freed when it ends; one a crashed process held expires after this.
 STREAM_SLOT_TTL_S = env_int("PARLEY_STREAM_SLOT_TTL_S", 900)
@@ -219,8 +225,7 @@ VLLM_API_KEY = env_str("VLLM_API_KEY", "") or (
 )
 # "auto": bfloat16 on a GPU, float32 on the CPU, the same rule as the trainer's base weights.
 VLLM_DTYPE = env_str("VLLM_DTYPE", "auto")
-# The context window served (prompt + answer), capped at the model's own (SmolLM2-135M: 8192).
-# Agents need room: OpenClaw refuses a window under 4000 tokens (docs/openclaw.md).
+# The window served (prompt + answer), capped at the model's (8192); OpenClaw needs 4000+.
 VLLM_MAX_MODEL_LEN = context_window(BASE_MODEL_DIR, env_int("VLLM_MAX_MODEL_LEN", 8192))
 VLLM_MAX_LORA_RANK = env_int("VLLM_MAX_LORA_RANK", 16)
 # Adapters vLLM runs in one batch (GPU slots, --max-loras) and keeps in CPU memory
@@ -276,12 +281,7 @@ JUDGE_TEMPERATURE = env_float("PARLEY_JUDGE_TEMPERATURE", 0.7)
 # Whose feedback trains which adapter: "user" (the default) gives every user their own policy
 # lineage, trained only on their feedback and served only to them; "shared" trains one lineage
 # on everyone's feedback and serves it to all (one team, one model).
-LEARNING_SCOPE = env_str("PARLEY_LEARNING_SCOPE", "user").strip().lower()
-if LEARNING_SCOPE not in ("user", "shared"):
-    raise ConfigError(
-        f"PARLEY_LEARNING_SCOPE={LEARNING_SCOPE!r}: use 'user' (each person trains their own "
-        "adapter, the default) or 'shared' (one adapter learns from everyone)"
-    )
+LEARNING_SCOPE = env_choice("PARLEY_LEARNING_SCOPE", "user", ("user", "shared"))
 # Turns served by a version more than this many versions behind the live one are not trained on.
 SAMPLE_MAX_VERSION_LAG = env_int("PARLEY_SAMPLE_MAX_VERSION_LAG", 4)
 # A bare 👎: this many hidden answers are sampled beside it (learning/alternatives.py); 0: none.

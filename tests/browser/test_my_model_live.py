@@ -19,7 +19,7 @@ from tests.browser.test_chat_ux import _shot
 from tests.factories import AnswerFactory
 from tests.webapp.dashboard.test_my_model_words import JARGON
 from tests.webapp.learning.updates import FakePush
-from webapp.chat import services
+from webapp.chat.feedback import feedback_rate, feedback_set
 from webapp.learning.workflows import claiming, publishing, training
 from webapp.learning.workflows.judging import judge_message
 
@@ -102,10 +102,10 @@ def test_when_feedback_trains_a_version_then_my_model_shows_it_waiting_training_
 
     # Waiting: two pieces of feedback, judged as the judge worker would.
     liked = _answer(user, "Say hi.")
-    services.feedback_rate(message=liked, author=user, rating=1)
+    feedback_rate(message=liked, author=user, rating=1)
     fixed = _answer(user, "What is the capital of France?")
-    services.feedback_rate(message=fixed, author=user, rating=-1)
-    services.feedback_set(message=fixed, author=user, correction="Paris.")
+    feedback_rate(message=fixed, author=user, rating=-1)
+    feedback_set(message=fixed, author=user, correction="Paris.")
     for answer in (liked, fixed):
         judge_message(answer.pk, judge=CueJudge())
     _shows(page, "Parley has 2 of the 8 pieces of feedback that start an update")

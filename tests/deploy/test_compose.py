@@ -214,7 +214,7 @@ def test_serving_max_lora_rank_is_the_trainers_limit():
 
 
 def test_the_example_splits_one_gpu_so_a_4b_model_trains_beside_vllm(config):
-    from trainer.memory import (
+    from trainer.gpu_memory import (
         ANCHOR_TOKENS_ESTIMATE,
         SHAPES,
         memory_budget,

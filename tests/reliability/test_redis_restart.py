@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from tests.factories import AnswerFactory
 from webapp.celery import app
-from webapp.chat import services
+from webapp.chat.feedback import feedback_set
 from webapp.chat.models import Feedback, Message
 from webapp.infra.embedded import EmbeddedRedis
 from webapp.learning.models import Judgement, Sample, TrainingUpdate
@@ -124,7 +124,7 @@ def test_with_the_broker_down_feedback_is_stored_and_the_sweep_queues_it_later(
     answer = _answer(user)
     broker.stop()
     started = time.monotonic()
-    services.feedback_set(message=answer, author=user, rating=-1, comment="It is four, not five.")
+    feedback_set(message=answer, author=user, rating=-1, comment="It is four, not five.")
     assert time.monotonic() - started < 15  # queueing gave up quickly instead of hanging
     feedback = Feedback.objects.get()
     assert (feedback.rating, feedback.comment) == (-1, "It is four, not five.")

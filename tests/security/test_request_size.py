@@ -15,7 +15,7 @@ from tests.factories import AnswerFactory, ConversationFactory, QuestionFactory,
 from webapp.api.errors import ApiError
 from webapp.api.keys import api_key_create
 from webapp.api.schemas import parse_chat_request
-from webapp.chat import services
+from webapp.chat.feedback import feedback_rate
 from webapp.chat.models import Feedback, Message
 
 USER = [{"role": "user", "content": "hi"}]
@@ -126,7 +126,7 @@ def test_feedback_history_keeps_only_the_last_entries(settings) -> None:
     question = QuestionFactory(conversation=ConversationFactory(owner=user))
     answer = AnswerFactory(parent=question)
     for i in range(12):
-        services.feedback_rate(message=answer, author=user, rating=1 if i % 2 else -1)
+        feedback_rate(message=answer, author=user, rating=1 if i % 2 else -1)
     feedback = Feedback.objects.get(message=answer, author=user)
     assert len(feedback.history) == 5
     # The newest earlier states are kept: those after clicks 6 to 10.

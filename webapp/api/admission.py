@@ -26,13 +26,17 @@ from webapp.api.keys import api_key_authenticate, on_key_revoked
 from webapp.api.models import ApiKey
 from webapp.learning.models import PolicyVersion
 from webapp.learning.selectors import policy_version_for
+from webapp.memory.selectors import ServedMemory, memories_served
+from webapp.memory.signals import on_memories_changed
 
 FRESH_S = 2.0
 TRUSTED_S = 600.0
 _MAX_REMEMBERED = 10_000
 
-Lookup = asyncio.Future[tuple[ApiKey, PolicyVersion]]
-_remembered: dict[tuple[str, str], tuple[float, ApiKey, PolicyVersion]] = {}
+Memories = tuple[ServedMemory, ...]
+Looked = tuple[ApiKey, PolicyVersion, Memories]
+Lookup = asyncio.Future[Looked]
+_remembered: dict[tuple[str, str], tuple[float, ApiKey, PolicyVersion, Memories]] = {}
 _lookups: dict[tuple[str, str], Lookup] = {}
 
 
@@ -40,6 +44,8 @@ _lookups: dict[tuple[str, str], Lookup] = {}
 class Admission:
     key: ApiKey
     version: PolicyVersion
+    memories: Memories = ()
+    """The owner's memories to serve (none when the key serves none)."""
     # The database's answer for a remembered key, still on its way; None when already checked.
     recheck: Lookup | None = None
 
@@ -63,29 +69,30 @@ def model_resolve(model: str, *, owner_id: int | None = None) -> PolicyVersion:
     )
 
 
-def key_and_version_lookup(secret: str, model: str) -> tuple[ApiKey, PolicyVersion]:
-    """One trip to the database: the key, then the version to serve."""
+def key_and_version_lookup(secret: str, model: str) -> Looked:
+    """One trip to the database: the key, then the version and the memories to serve."""
     try:
         key = api_key_authenticate(secret=secret)
         if key is None:
             raise ApiError(401, "Incorrect or revoked API key provided.", code="invalid_api_key")
-        return key, model_resolve(model, owner_id=key.owner_id)
+        memories = memories_served(owner_id=key.owner_id) if key.serves_memory else ()
+        return key, model_resolve(model, owner_id=key.owner_id), memories
     except DatabaseError as exc:
         raise storage_unavailable(
             "The database cannot be reached right now; please retry shortly."
         ) from exc
 
 
-async def _look_up(secret: str, model: str) -> tuple[ApiKey, PolicyVersion]:
+async def _look_up(secret: str, model: str) -> Looked:
     try:
-        key, version = await sync_to_async(key_and_version_lookup)(secret, model)
+        key, version, memories = await sync_to_async(key_and_version_lookup)(secret, model)
     except ApiError:
         _remembered.pop((secret, model), None)
         raise
     if len(_remembered) >= _MAX_REMEMBERED:
         _remembered.clear()
-    _remembered[(secret, model)] = (time.monotonic(), key, version)
-    return key, version
+    _remembered[(secret, model)] = (time.monotonic(), key, version, memories)
+    return key, version, memories
 
 
 def _shared_lookup(secret: str, model: str) -> Lookup:
@@ -110,12 +117,19 @@ async def admission(secret: str, model: str) -> Admission:
     remembered = _remembered.get((secret, model))
     age = time.monotonic() - remembered[0] if remembered is not None else math.inf
     if remembered is not None and age < FRESH_S:
-        return Admission(remembered[1], remembered[2])
+        return Admission(*remembered[1:])
     lookup = _shared_lookup(secret, model)
     if remembered is not None and age < TRUSTED_S:
-        return Admission(remembered[1], remembered[2], recheck=lookup)
-    key, version = await asyncio.shield(lookup)
-    return Admission(key, version)
+        return Admission(*remembered[1:], recheck=lookup)
+    return Admission(*await asyncio.shield(lookup))
+
+
+@on_memories_changed
+def forget_memories(owner_id: int) -> None:
+    """Forget the remembered keys of a person whose memories changed in this process."""
+    for name, remembered in list(_remembered.items()):
+        if remembered[1].owner_id == owner_id:
+            _remembered.pop(name, None)
 
 
 @on_key_revoked

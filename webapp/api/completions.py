@@ -19,6 +19,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 
+from trainer.memory_prompt import served_messages
 from webapp.api.admission import Admission, Lookup
 from webapp.api.errors import (
     ApiError,
@@ -99,8 +100,11 @@ class Completion:
         session_id: str,
         close: bool,
         slot: StreamSlot | None = None,
+        serve_memory: bool = True,
     ) -> None:
         self.chat = chat
+        self.serve_memory = serve_memory
+        self.memories = admitted.memories if serve_memory else ()
         self.slot = slot
         self.turn_type = turn_type
         self.key = admitted.key
@@ -116,9 +120,18 @@ class Completion:
     def served(self) -> str:
         return self.version.served_name(settings.PARLEY_MODEL_ID)
 
+    @property
+    def prompt(self) -> list[dict[str, Any]]:
+        """The request's messages as the model is given them: with the owner's memories."""
+        return served_messages(
+            self.chat.messages,
+            [memory.text for memory in self.memories],
+            form=settings.MEMORY_FORM,
+        )
+
     def _start(self) -> None:
         self._stream: AsyncGenerator[dict[str, Any]] = stream_chat(
-            self.chat.messages,
+            self.prompt,
             model=self.served,
             params=self.chat.params,
             adapter_path=self.version.adapter_path,
@@ -142,13 +155,15 @@ class Completion:
         """
         if recheck is not None:
             try:
-                self.key, checked = await asyncio.shield(recheck)
+                self.key, checked, memories = await asyncio.shield(recheck)
             except BaseException:
                 await self._abandon()
                 raise
-            if checked.pk != self.version.pk:  # a version was published meanwhile: it answers
+            memories = memories if self.serve_memory else ()
+            # A version published or a memory changed meanwhile: the answer starts again on it.
+            if checked.pk != self.version.pk or memories != self.memories:
                 await self._abandon()
-                self.version = checked
+                self.version, self.memories = checked, memories
                 self._start()
         await self._refuse_before_prefill_unless_it_fits()
         try:
@@ -168,10 +183,10 @@ class Completion:
         """
         asked = self.chat.params.get("max_tokens")
         window = settings.VLLM_MAX_MODEL_LEN
-        if not asked or fits_for_certain(self.chat.messages, self.chat.params, window):
+        if not asked or fits_for_certain(self.prompt, self.chat.params, window):
             return
         counted = await prompt_tokens(
-            self.chat.messages,
+            self.prompt,
             params=self.chat.params,
             lineage=lineage_key_for(user=self.key.owner_id),
         )
@@ -214,6 +229,7 @@ class Completion:
                 version=self.version,
                 served=self.served,
                 completion_id=self.completion_id,
+                memories=[memory.as_record() for memory in self.memories],
             )
             self._recording = asyncio.ensure_future(sync_to_async(api_completion_record)(turn=turn))
         return self._recording

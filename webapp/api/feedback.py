@@ -7,9 +7,9 @@ from typing import Any
 from webapp.api.errors import ApiError
 from webapp.api.models import ApiKey
 from webapp.api.schemas import bad
+from webapp.chat.feedback import feedback_set
 from webapp.chat.feedback_spec import FIELDS, FeedbackInvalid, check_changes
 from webapp.chat.selectors import answer_get_by_completion
-from webapp.chat.services import feedback_set
 
 _NAMES = ", ".join(f"'{field.name}'" for field in FIELDS[:-1]) + f" or '{FIELDS[-1].name}'"
 

@@ -1,4 +1,6 @@
-"""Settings → API keys: create (the secret is shown once), list by prefix, revoke."""
+"""Settings → API keys: create (the secret is shown once), list by prefix, revoke, and whether
+each key's requests are given the owner's memories (a switch htmx posts on change; a plain form
+without JavaScript)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from webapp.api.keys import (
     api_key_get_for_user,
     api_key_list_for_user,
     api_key_revoke,
+    api_key_set_serves_memory,
 )
 
 
@@ -41,4 +44,15 @@ def key_list(request: HttpRequest) -> HttpResponse:
 @require_POST
 def key_revoke(request: HttpRequest, pk: int) -> HttpResponse:
     api_key_revoke(key=api_key_get_for_user(user=request.user, pk=pk))
+    return redirect("api_keys")
+
+
+@login_required
+@require_POST
+def key_serves_memory(request: HttpRequest, pk: int) -> HttpResponse:
+    key = api_key_get_for_user(user=request.user, pk=pk)
+    # An unticked box is simply absent: off.
+    key = api_key_set_serves_memory(key=key, serves=request.POST.get("serves_memory") == "on")
+    if request.htmx:
+        return render(request, "api/_key_memory.html", {"key": key})
     return redirect("api_keys")

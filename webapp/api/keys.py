@@ -1,4 +1,5 @@
-"""API keys: create (the secret is shown once), authenticate, revoke."""
+"""API keys: create (the secret is shown once), authenticate, revoke, and whether a key's requests
+are given its owner's memories. The only writer of ``ApiKey``."""
 
 from __future__ import annotations
 
@@ -72,17 +73,32 @@ _on_revoke: list[Callable[[], None]] = []
 
 
 def on_key_revoked(forget: Callable[[], None]) -> Callable[[], None]:
-    """Register ``forget`` (a cache of keys, e.g. admission's) to run when a key is revoked."""
+    """Register ``forget`` (a cache of keys, e.g. admission's) to run when a key is revoked or
+    changed."""
     _on_revoke.append(forget)
     return forget
 
 
-def api_key_revoke(*, key: ApiKey) -> ApiKey:
+def _forget_keys() -> None:
     for forget in _on_revoke:
         forget()  # this process forgets it now; the others check it before their next answer
+
+
+def api_key_revoke(*, key: ApiKey) -> ApiKey:
+    _forget_keys()
     if key.revoked_at is None:
         key.revoked_at = timezone.now()
         key.save(update_fields=["revoked_at"])
+    return key
+
+
+def api_key_set_serves_memory(*, key: ApiKey, serves: bool) -> ApiKey:
+    """Whether the key's requests are given its owner's memories (off for an agent that brings
+    its own memory); from the key's next request on."""
+    if key.serves_memory != serves:
+        key.serves_memory = serves
+        key.save(update_fields=["serves_memory"])
+        _forget_keys()
     return key
 
 

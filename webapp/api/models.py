@@ -17,6 +17,11 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    serves_memory = models.BooleanField(
+        default=True,
+        help_text="Give the owner's memories to this key's requests (off for agents that bring "
+        "their own memory).",
+    )
 
     class Meta:
         ordering = ["-created_at"]

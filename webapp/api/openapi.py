@@ -139,6 +139,11 @@ def schema() -> dict[str, Any]:
                             "schema": {"type": "string", "enum": ["main", "side"]},
                         },
                         {"name": "X-Session-Done", "in": "header", "schema": {"type": "string"}},
+                        {
+                            "name": "X-Parley-Memory",
+                            "in": "header",
+                            "schema": {"type": "string", "enum": ["on", "off"]},
+                        },
                     ],
                     "requestBody": {
                         "required": True,
@@ -184,6 +189,55 @@ def schema() -> dict[str, Any]:
                     },
                 }
             },
+            **_memory_paths(secured),
+        },
+    }
+
+
+def _memory_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
+    """``/v1/memories``: list and add; one memory: read, change (text, state), delete."""
+    memory = {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string", "description": "e.g. 'Call me Sam'"},
+            "state": {"type": "string", "enum": ["active", "paused", "dismissed", "deleted"]},
+        },
+    }
+    ok = {
+        "200": {
+            "description": "The memory, or the list",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
+        **ERRORS,
+    }
+    body = {"required": True, "content": {"application/json": {"schema": memory}}}
+    state = {"name": "state", "in": "query", "schema": {"type": "string"}}
+    memory_id = {"name": "memory_id", "in": "path", "required": True, "schema": {"type": "string"}}
+    return {
+        "/v1/memories": {
+            "get": {
+                "operationId": "listMemories",
+                "security": secured,
+                "parameters": [state],
+                "responses": ok,
+            },
+            "post": {
+                "operationId": "createMemory",
+                "security": secured,
+                "requestBody": body,
+                "responses": {"201": ok["200"], **ERRORS},
+            },
+        },
+        "/v1/memories/{memory_id}": {
+            "parameters": [memory_id],
+            "get": {"operationId": "getMemory", "security": secured, "responses": ok},
+            "patch": {
+                "operationId": "updateMemory",
+                "security": secured,
+                "requestBody": body,
+                "responses": ok,
+            },
+            "delete": {"operationId": "deleteMemory", "security": secured, "responses": ok},
         },
     }
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
@@ -234,6 +234,8 @@ class CompletionTurn:
     version: PolicyVersion
     served: str
     completion_id: str
+    memories: list[dict[str, Any]] = field(default_factory=list)
+    """The owner's memories the answers are given (``trainer.memory_prompt``)."""
 
 
 def api_completion_record(*, turn: CompletionTurn) -> tuple[RecordedTurn, list[Message]]:
@@ -255,6 +257,7 @@ def api_completion_record(*, turn: CompletionTurn) -> tuple[RecordedTurn, list[M
             policy_version=turn.version,
             served_model=turn.served,
             sampling_params=params,
+            memories=turn.memories,
             turn_type=turn.turn_type,
             selected=turn.turn_type == Message.TurnType.MAIN and index == 0,
         )

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible /v1 API: models, chat completions (streamed and not), feedback.
+"""The OpenAI-compatible /v1 API: models, chat completions (streamed and not), feedback, memories.
 
 Every request is recorded (webapp.api.sessions), every answer is streamed straight from vLLM
 as its chunks arrive, and every failure is an OpenAI-format error. A 503 only ever means the
@@ -21,6 +21,13 @@ from webapp.api.completions import Completion
 from webapp.api.errors import ApiError, error_response
 from webapp.api.feedback import api_feedback_record
 from webapp.api.keys import api_key_authenticate
+from webapp.api.memories import (
+    api_memories_list,
+    api_memory_create,
+    api_memory_delete,
+    api_memory_get,
+    api_memory_update,
+)
 from webapp.api.models import ApiKey
 from webapp.api.schemas import ChatRequest, bad, parse_chat_request, parse_json_body
 from webapp.chat.models import Message
@@ -132,6 +139,14 @@ def _turn_type(request: HttpRequest) -> str:
     return value
 
 
+def _serves_memory(request: HttpRequest) -> bool:
+    """``X-Parley-Memory: off`` leaves the owner's memories out of this request."""
+    value = request.headers.get("X-Parley-Memory", "on").strip().lower() or "on"
+    if value not in ("on", "off"):
+        raise bad("X-Parley-Memory must be 'on' or 'off'.", "X-Parley-Memory")
+    return value == "on"
+
+
 def _bearer(request: HttpRequest) -> str:
     scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():
@@ -197,6 +212,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
             session_id=request.headers.get("X-Session-Id", "").strip(),
             close=request.headers.get("X-Session-Done", "").strip().lower() in {"1", "true", "yes"},
             slot=slot,
+            serve_memory=_serves_memory(request),
         )
         await completion.begin(admitted.recheck)
         if chat.stream:
@@ -218,6 +234,37 @@ async def feedback(request: HttpRequest) -> HttpResponse:
     _require(request, "POST")
     body = _read_json(request)
     return JsonResponse(await sync_to_async(api_feedback_record)(key=key, body=body))
+
+
+# --- /v1/memories ----------------------------------------------------------------------------
+
+
+@_api_view
+async def memories(request: HttpRequest) -> HttpResponse:
+    """GET: the key owner's memories (``?state=``); POST ``{"text"}``: a new active one."""
+    key = await _authenticate(request)
+    if request.method == "POST":
+        body = _read_json(request)
+        created = await sync_to_async(api_memory_create)(key=key, body=body)
+        return JsonResponse(created, status=201)
+    _require(request, "GET")
+    state = request.GET.get("state", "")
+    return JsonResponse(await sync_to_async(api_memories_list)(key=key, state=state))
+
+
+@_api_view
+async def memory(request: HttpRequest, memory_id: str) -> HttpResponse:
+    """GET one memory with its history; PATCH ``{"text", "state"}``; DELETE."""
+    key = await _authenticate(request)
+    if request.method == "PATCH":
+        body = _read_json(request)
+        return JsonResponse(
+            await sync_to_async(api_memory_update)(key=key, memory_id=memory_id, body=body)
+        )
+    if request.method == "DELETE":
+        return JsonResponse(await sync_to_async(api_memory_delete)(key=key, memory_id=memory_id))
+    _require(request, "GET")
+    return JsonResponse(await sync_to_async(api_memory_get)(key=key, memory_id=memory_id))
 
 
 @_api_view

@@ -106,6 +106,9 @@ class Message(models.Model):
     sampling_params = models.JSONField(default=dict, blank=True)
     finish_reason = models.CharField(max_length=32, blank=True)
     usage = models.JSONField(null=True, blank=True)
+    # The person's memories the answer was given ([{"id", "text"}], in the served form of
+    # trainer.memory_prompt): its prompt_token_ids include them, the stored conversation not.
+    memories = models.JSONField(default=list, blank=True)
 
     # The first message of the next main request in the session (the user's reply or the tool
     # results): the "next state" the judge sees.

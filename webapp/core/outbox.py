@@ -25,6 +25,7 @@ class Task(StrEnum):
 
     JUDGE_MESSAGE = "webapp.learning.tasks.judge_message"
     MAYBE_TRAIN = "webapp.learning.tasks.maybe_train"
+    DISTIL_MEMORY = "webapp.learning.tasks.distil_memory"
     TRAIN_UPDATE = "webapp.learning.tasks.train_update"
     REQUEUE_PENDING = "webapp.learning.tasks.requeue_pending"
     SAMPLE_ALTERNATIVES = "webapp.learning.tasks.sample_alternatives"

@@ -27,6 +27,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.http import Http404
 
+from trainer.memory_prompt import served_messages
 from webapp.chat.edits import user_message_edit
 from webapp.chat.groups import conversation_group
 from webapp.chat.limits import message_text_problem
@@ -49,6 +50,7 @@ from webapp.frontdoor.generations import (
 )
 from webapp.inference import stream_chat
 from webapp.learning.selectors import policy_version_for
+from webapp.memory.selectors import memories_served
 
 logger = logging.getLogger(__name__)
 
@@ -294,6 +296,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         """Store the placeholder answer and render what the page should show now."""
         version = policy_version_for(user=self.scope["user"])  # the user's own, in user scope
         served_model = version.served_name(settings.PARLEY_MODEL_ID)
+        memories = memories_served(owner_id=self.scope["user"].pk)
         answer = assistant_message_start(
             conversation=self.conversation,
             parent=parent,
@@ -303,6 +306,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 "max_tokens": settings.CHAT_MAX_TOKENS,
                 "temperature": settings.CHAT_TEMPERATURE,
             },
+            memories=[memory.as_record() for memory in memories],
         )
         viewer = self.scope["user"]
         if rerender:
@@ -312,7 +316,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
             html = fragments.append_to_transcript(
                 fragments.render_message_by_id(message=answer, viewer=viewer)
             )
-        return answer, prompt_messages(message=parent), html
+        prompt = served_messages(
+            prompt_messages(message=parent),
+            [memory.text for memory in memories],
+            form=settings.MEMORY_FORM,
+        )
+        return answer, prompt, html
 
     async def _start(self, *, parent: Message, rerender: bool, slot: StreamSlot) -> None:
         try:

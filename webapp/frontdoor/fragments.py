@@ -20,6 +20,7 @@ from webapp.chat.titles import title_fragments
 from webapp.frontdoor.selectors import PageEntry, page_entry, page_transcript
 from webapp.learning.comparisons import comparison_view
 from webapp.learning.selectors import learning_status
+from webapp.memory.selectors import proposals_for_answers
 
 STATUS_POLLS = 90
 """How many times (2 s apart) an answer asks for its status while its feedback waits for the
@@ -65,17 +66,30 @@ def render_feedback(
     return bar + compare
 
 
-def render_learning_status(*, message: Message, poll: int = 0) -> str:
+def render_learning_status(*, message: Message, poll: int = 0, viewer: Any = None) -> str:
     """The status under an answer (``learning.selectors.learning_status``); ``poll``: how many
-    times the page has asked while it was pending."""
-    return render_to_string(
+    times the page has asked while it was pending.
+
+    With ``viewer``, once the feedback is judged (the page stops asking), the memories proposed
+    from it come along out of band (``templates/memory/_proposals.html``): the judge proposes
+    them, so they appear under the answer without a reload. Not while it is pending, so a
+    proposal being edited under the answer is not replaced every 2 s."""
+    status = learning_status(message_id=message.pk)
+    html = render_to_string(
         "chat/_learning_status.html",
         {
             "message_id": message.pk,
-            "status": learning_status(message_id=message.pk),
+            "status": status,
             "poll": poll,
             "stop_polling": poll >= STATUS_POLLS,
         },
+    )
+    if viewer is None or (status is not None and status.pending):
+        return html
+    proposals = proposals_for_answers(owner=viewer, message_ids=[message.pk])
+    return html + render_to_string(
+        "memory/_proposals.html",
+        {"message_id": message.pk, "proposals": proposals.get(message.pk, []), "oob": True},
     )
 
 

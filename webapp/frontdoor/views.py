@@ -16,7 +16,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from webapp.chat import services
-from webapp.chat.feedback_spec import FIELDS
+from webapp.chat.feedback import feedback_rate, feedback_set, feedback_toggle_tag
+from webapp.chat.feedback_spec import FIELDS, FeedbackInvalid
 from webapp.chat.models import Conversation, Message
 from webapp.chat.selectors import (
     conversation_get_for_user,
@@ -158,18 +159,18 @@ def message_feedback(request: HttpRequest, pk: int) -> HttpResponse:
     data = form.cleaned_data
     try:
         if data["rating"] is not None and "rating" in request.POST:
-            services.feedback_rate(message=message, author=request.user, rating=data["rating"])
+            feedback_rate(message=message, author=request.user, rating=data["rating"])
         elif data["tag"]:
-            services.feedback_toggle_tag(message=message, author=request.user, tag=data["tag"])
+            feedback_toggle_tag(message=message, author=request.user, tag=data["tag"])
         elif changes := {
             f.name: data[f.name]
             for f in FIELDS
             if f.name in request.POST and data[f.name] is not None
         }:
-            services.feedback_set(message=message, author=request.user, **changes)
+            feedback_set(message=message, author=request.user, **changes)
         else:
             return HttpResponseBadRequest("Nothing to change.")
-    except services.FeedbackInvalid as exc:
+    except FeedbackInvalid as exc:
         return HttpResponseBadRequest(str(exc))
     if not request.htmx:
         return _back_to(message)
@@ -187,13 +188,16 @@ def message_feedback(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def message_learning_status(request: HttpRequest, pk: int) -> HttpResponse:
     """An answer's learning status again: asked every 2 s while its feedback is saved and not
-    yet judged (``?poll``: the times so far), so the page never keeps an older status."""
+    yet judged (``?poll``: the times so far), so the page never keeps an older status; once
+    judged, with the memories proposed from that feedback."""
     message = message_get_for_user(user=request.user, pk=pk)
     try:
         poll = max(0, min(int(request.GET.get("poll", "0")), fragments.STATUS_POLLS))
     except ValueError:
         poll = 0
-    return HttpResponse(fragments.render_learning_status(message=message, poll=poll))
+    return HttpResponse(
+        fragments.render_learning_status(message=message, poll=poll, viewer=request.user)
+    )
 
 
 @login_required

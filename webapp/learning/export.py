@@ -1,6 +1,6 @@
-"""JSONL export of conversations (with messages and feedback), judgements, samples, and the
-lineage they trained: policy versions and training updates, each with its owner (a username,
-or null for the shared lineage).
+"""JSONL export of conversations (with messages and feedback), judgements, samples, the
+lineage they trained (policy versions and training updates, each with its owner: a username,
+or null for the shared lineage), and each person's memories with every text and state they had.
 
 One JSON object per line, each with a ``type`` field; docs/learning.md documents every field.
 Nothing is ever deleted by exporting.
@@ -14,6 +14,7 @@ from typing import Any
 from webapp.chat.feedback_spec import feedback_state
 from webapp.chat.models import Conversation, Message
 from webapp.learning.models import Comparison, Judgement, PolicyVersion, Sample, TrainingUpdate
+from webapp.memory.models import Memory
 
 
 def _message(message: Message) -> dict[str, Any]:
@@ -34,6 +35,7 @@ def _message(message: Message) -> dict[str, Any]:
         "prompt_token_ids": message.prompt_token_ids,
         "token_ids": message.token_ids,
         "token_logprobs": message.token_logprobs,
+        "memories": message.memories,
         "sampling_params": message.sampling_params,
         "finish_reason": message.finish_reason,
         "next_state_id": message.next_state_id,
@@ -169,6 +171,27 @@ def update_records(updates: Iterable[TrainingUpdate]) -> Iterator[dict[str, Any]
         }
 
 
+def memory_records(memories: Iterable[Memory]) -> Iterator[dict[str, Any]]:
+    for m in memories:
+        yield {
+            "type": "memory",
+            "id": m.pk,
+            "owner": _username(m.owner),
+            "text": m.text,
+            "state": m.state,
+            "source": m.source,
+            "source_message_id": m.source_message_id,
+            "source_text": m.source_text,
+            "learnt_in": _number(m.learnt_in),
+            "created_at": m.created_at.isoformat(),
+            "updated_at": m.updated_at.isoformat(),
+            "revisions": [
+                {"text": r.text, "state": r.state, "created_at": r.created_at.isoformat()}
+                for r in m.revisions.all()
+            ],
+        }
+
+
 def export_all(*, owner: Any = None) -> Iterator[dict[str, Any]]:
     """Everything, or (``owner``) that user's conversations, what was made of them and their own
     lineage (the shared lineage's versions and updates are not theirs: they are left out)."""
@@ -180,6 +203,11 @@ def export_all(*, owner: Any = None) -> Iterator[dict[str, Any]]:
     updates = TrainingUpdate.objects.select_related(
         "owner", "base_version", "produced_version"
     ).order_by("pk")
+    memories = (
+        Memory.objects.select_related("owner", "learnt_in")
+        .prefetch_related("revisions")
+        .order_by("pk")
+    )
     if owner is not None:
         conversations = conversations.filter(owner=owner)
         judgements = judgements.filter(message__conversation__owner=owner)
@@ -187,9 +215,11 @@ def export_all(*, owner: Any = None) -> Iterator[dict[str, Any]]:
         samples = samples.filter(message__conversation__owner=owner)
         versions = versions.filter(owner=owner)
         updates = updates.filter(owner=owner)
+        memories = memories.filter(owner=owner)
     yield from conversation_records(conversations.iterator(chunk_size=200))
     yield from judgement_records(judgements.iterator(chunk_size=500))
     yield from comparison_records(comparisons.iterator(chunk_size=500))
     yield from sample_records(samples.iterator(chunk_size=500))
     yield from version_records(versions.iterator(chunk_size=500))
     yield from update_records(updates.iterator(chunk_size=200))
+    yield from memory_records(memories.iterator(chunk_size=200))

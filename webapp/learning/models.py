@@ -156,6 +156,9 @@ class Sample(models.Model):
         RL = "rl"
         OPD = "opd"
         COMBINED = "combined"
+        # Context distillation of the person's memories: teacher = the policy with them in the
+        # prompt (as served), student = the same turn without them; no judgement.
+        MEMORY = "memory"
 
     class Status(models.TextChoices):
         READY = "ready"
@@ -164,7 +167,9 @@ class Sample(models.Model):
         SUPERSEDED = "superseded"
 
     message = models.ForeignKey("chat.Message", on_delete=models.CASCADE, related_name="samples")
-    judgement = models.OneToOneField(Judgement, on_delete=models.CASCADE, related_name="sample")
+    judgement = models.OneToOneField(
+        Judgement, null=True, blank=True, on_delete=models.CASCADE, related_name="sample"
+    )
     kind = models.CharField(max_length=16, choices=Kind.choices)
     reward = models.FloatField(default=0.0)
     hint = models.TextField(blank=True)

@@ -1,5 +1,5 @@
 """From judged messages to training samples: evidence, eligibility, and the one writer of
-``Judgement`` and ``Sample``.
+``Judgement`` and judged ``Sample``s (memory samples: ``webapp.learning.distillation``).
 
 The judging workflow (``webapp.learning.workflows.judging``) reads a message's evidence here,
 asks the judge model (outside any transaction: it takes seconds), then calls
@@ -203,7 +203,8 @@ def judgement_record(
         kind = Sample.Kind.RL
     if kind is None:
         return judgement
-    Sample.objects.filter(message=message, status=Sample.Status.READY).update(
+    judged = Sample.objects.filter(message=message).exclude(kind=Sample.Kind.MEMORY)
+    judged.filter(status=Sample.Status.READY).update(
         status=Sample.Status.SUPERSEDED,
         exclusion_reason=f"superseded by judgement {judgement.pk} of the same answer",
     )

@@ -15,7 +15,7 @@ from trainer.judge_client import JudgeUnavailable
 from webapp.chat.models import Conversation
 from webapp.core.limits import judging_slot
 from webapp.core.outbox import Task
-from webapp.learning import alternatives
+from webapp.learning import alternatives, distillation
 from webapp.learning.workflows import judging, recovery, residency, together, training
 
 JUDGE_RETRY = {
@@ -62,6 +62,13 @@ def sample_alternatives(sample_id: int) -> int:
     front of the judge queue. Not retried: without them the 👎 still trains, as it did alone;
     their job records why, and the sweep queues again a job whose task was lost."""
     return len(alternatives.alternatives_sample(sample_id=sample_id))
+
+
+@shared_task(name=Task.DISTIL_MEMORY.value)
+def distil_memory(message_id: int) -> int | None:
+    """An answer given with the person's memories: its memory sample (the id, or None)."""
+    sample = distillation.memory_sample_record(message_id=message_id)
+    return sample.pk if sample is not None else None
 
 
 @shared_task(name=Task.REQUEUE_PENDING.value)

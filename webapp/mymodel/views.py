@@ -25,6 +25,8 @@ from webapp.learning.workflows.publishing import (
     policy_lineage_reset,
     policy_version_publish,
 )
+from webapp.memory.models import Memory
+from webapp.memory.page import memory_rows
 from webapp.mymodel.selectors import (
     lineage_rows,
     samples_not_trained,
@@ -56,6 +58,7 @@ def my_model(request: HttpRequest) -> HttpResponse:
             "counts": sample_counts(owner_id=request.user.pk),
             "samples": samples_not_trained(user=request.user),
             "progress": learning_progress(user_id=request.user.pk),
+            "memories": memory_rows(owner=request.user, states=(Memory.State.ACTIVE,)),
         },
     )
 

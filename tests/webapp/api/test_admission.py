@@ -58,8 +58,8 @@ def _age_remembered_keys(seconds: float) -> None:
     """Make every key this process remembers look ``seconds`` older (as if time had passed)."""
     from webapp.api import admission
 
-    for name, (at, key, version) in list(admission._remembered.items()):
-        admission._remembered[name] = (at - seconds, key, version)
+    for name, (at, *rest) in list(admission._remembered.items()):
+        admission._remembered[name] = (at - seconds, *rest)
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from django.http import Http404
 
 from tests.webapp.chat.conftest import answer
 from webapp.chat import selectors, services
+from webapp.chat.feedback import feedback_rate
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
@@ -36,7 +37,7 @@ def test_api_conversations_are_listed_with_the_owners_others(alice) -> None:
 def test_transcript_entry_matches_the_transcript(chat, alice) -> None:
     conversation, question, reply = chat
     sibling = answer(conversation, question, "Four.")
-    services.feedback_rate(message=sibling, author=alice, rating=1)
+    feedback_rate(message=sibling, author=alice, rating=1)
     entry = selectors.transcript_entry(message=sibling, viewer=alice)
     assert entry == selectors.transcript(conversation=conversation, viewer=alice)[-1]
     assert (entry.sibling_index, entry.sibling_count, entry.previous_sibling) == (2, 2, reply.pk)

@@ -6,6 +6,8 @@ import pytest
 
 from tests.webapp.chat.conftest import answer
 from webapp.chat import selectors, services
+from webapp.chat.feedback import feedback_rate, feedback_set, feedback_toggle_tag
+from webapp.chat.feedback_spec import FeedbackInvalid
 from webapp.chat.models import Conversation, Feedback, Message
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
@@ -87,13 +89,13 @@ def test_answer_keeps_the_sampled_tokens_and_version(chat) -> None:
 
 def test_rating_can_be_changed_and_withdrawn_and_history_is_kept(chat, alice) -> None:
     _, _, reply = chat
-    services.feedback_rate(message=reply, author=alice, rating=1)
-    services.feedback_toggle_tag(message=reply, author=alice, tag="accurate")
-    services.feedback_rate(message=reply, author=alice, rating=-1)
+    feedback_rate(message=reply, author=alice, rating=1)
+    feedback_toggle_tag(message=reply, author=alice, tag="accurate")
+    feedback_rate(message=reply, author=alice, rating=-1)
     feedback = Feedback.objects.get(message=reply, author=alice)
     assert feedback.rating == -1
     assert feedback.tags == []  # 👍 reasons do not survive a change to 👎
-    services.feedback_rate(message=reply, author=alice, rating=0)
+    feedback_rate(message=reply, author=alice, rating=0)
     feedback.refresh_from_db()
     assert feedback.rating == 0
     assert [state["rating"] for state in feedback.history] == [1, 1, -1]
@@ -101,26 +103,26 @@ def test_rating_can_be_changed_and_withdrawn_and_history_is_kept(chat, alice) ->
 
 def test_toggling_a_tag_adds_then_removes_it(chat, alice) -> None:
     _, _, reply = chat
-    services.feedback_toggle_tag(message=reply, author=alice, tag="too long")
+    feedback_toggle_tag(message=reply, author=alice, tag="too long")
     feedback = Feedback.objects.get(message=reply, author=alice)
     assert (feedback.rating, feedback.tags) == (-1, ["too long"])
-    services.feedback_toggle_tag(message=reply, author=alice, tag="too long")
+    feedback_toggle_tag(message=reply, author=alice, tag="too long")
     feedback.refresh_from_db()
     assert feedback.tags == []
 
 
 def test_a_tag_of_the_other_thumb_is_refused(chat, alice) -> None:
     _, _, reply = chat
-    services.feedback_rate(message=reply, author=alice, rating=1)
-    with pytest.raises(services.FeedbackInvalid):
-        services.feedback_toggle_tag(message=reply, author=alice, tag="too long")
+    feedback_rate(message=reply, author=alice, rating=1)
+    with pytest.raises(FeedbackInvalid):
+        feedback_toggle_tag(message=reply, author=alice, tag="too long")
 
 
 def test_comment_and_correction_are_kept_beside_the_rating(chat, alice) -> None:
     _, _, reply = chat
-    services.feedback_rate(message=reply, author=alice, rating=-1)
-    services.feedback_set(message=reply, author=alice, comment=" Too terse. ")
-    services.feedback_set(message=reply, author=alice, correction="2 + 2 = 4, because …")
+    feedback_rate(message=reply, author=alice, rating=-1)
+    feedback_set(message=reply, author=alice, comment=" Too terse. ")
+    feedback_set(message=reply, author=alice, correction="2 + 2 = 4, because …")
     feedback = Feedback.objects.get(message=reply, author=alice)
     assert (feedback.rating, feedback.comment, feedback.correction) == (
         -1,
@@ -131,8 +133,8 @@ def test_comment_and_correction_are_kept_beside_the_rating(chat, alice) -> None:
 
 def test_feedback_on_a_user_message_is_refused(chat, alice) -> None:
     _, question, _ = chat
-    with pytest.raises(services.FeedbackInvalid):
-        services.feedback_rate(message=question, author=alice, rating=1)
+    with pytest.raises(FeedbackInvalid):
+        feedback_rate(message=question, author=alice, rating=1)
 
 
 def test_deleting_a_conversation_deletes_its_messages(chat) -> None:

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from tests.factories import AnswerFactory
-from webapp.chat import services
+from webapp.chat.feedback import feedback_set
 from webapp.chat.models import Message
 from webapp.chat.selectors import transcript
 from webapp.core.outbox import Task
@@ -59,7 +59,7 @@ def _answer(user) -> Message:
 
 def _dislike(user, *, comment: str = "") -> Sample:
     answer = _answer(user)
-    services.feedback_set(message=answer, author=user, rating=-1, comment=comment)
+    feedback_set(message=answer, author=user, rating=-1, comment=comment)
     judge_message(answer.pk, judge=NoModel())
     return Sample.objects.get(message=answer, status="ready")
 
@@ -167,7 +167,7 @@ def test_a_withdrawn_thumb_is_not_trained_nor_what_was_sampled_beside_it(
 ) -> None:
     disliked = _dislike(alice)
     unseen = alternatives.alternatives_sample(sample_id=disliked.pk)
-    services.feedback_set(message=disliked.message, author=alice, rating=0)
+    feedback_set(message=disliked.message, author=alice, rating=0)
     judge_message(disliked.message_id, judge=NoModel())
     withdrawn = Sample.objects.filter(message__in=[disliked.message, *unseen])
     assert {(s.status, s.exclusion_reason) for s in withdrawn} == {

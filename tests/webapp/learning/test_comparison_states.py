@@ -18,7 +18,7 @@ from django.utils import timezone
 from tests.factories import AnswerFactory
 from tests.webapp.learning.test_alternatives import NoModel, _answer, _sampled, queued
 from webapp.celery import app
-from webapp.chat import services
+from webapp.chat.feedback import feedback_set
 from webapp.chat.models import Message
 from webapp.core import outbox
 from webapp.core.outbox import Task
@@ -69,7 +69,7 @@ def pages(monkeypatch) -> list[tuple[str, str]]:
 
 def _thumbs_down(user, *, read: bool = True) -> Message:
     answer = _answer(user)
-    services.feedback_set(message=answer, author=user, rating=-1)
+    feedback_set(message=answer, author=user, rating=-1)
     if read:
         judge_message(answer.pk, judge=NoModel())
     return answer
@@ -201,7 +201,7 @@ def test_when_the_model_fails_then_the_page_says_they_could_not_be_written_and_w
     # A 👎 on another answer to the same message asks for them again.
     sibling = AnswerFactory(parent=disliked.parent, content="Steak again.")
     with django_capture_on_commit_callbacks(execute=True):
-        services.feedback_set(message=sibling, author=alice, rating=-1)
+        feedback_set(message=sibling, author=alice, rating=-1)
         judge_message(sibling.pk, judge=NoModel())
     assert AlternativesJob.objects.get(disliked=sibling).status == "queued"
     assert comparison_view(disliked=disliked).state == "queued"

@@ -14,7 +14,7 @@ from tests.webapp.learning.test_alternatives import NoModel, _answer, _sampled, 
 from trainer.advantages import reward_advantages
 from trainer.batch import Sample as TrainerSample
 from trainer.config import UpdateConfig
-from webapp.chat import services
+from webapp.chat.feedback import feedback_set
 from webapp.learning import alternatives
 from webapp.learning.comparisons import (
     ComparisonInvalid,
@@ -44,7 +44,7 @@ def model(monkeypatch, queued) -> None:
 
 def _disliked(user, *, sampled: bool = True):
     answer = _answer(user)
-    services.feedback_set(message=answer, author=user, rating=-1)
+    feedback_set(message=answer, author=user, rating=-1)
     judge_message(answer.pk, judge=NoModel())
     sample = Sample.objects.get(message=answer, status="ready")
     if sampled:
@@ -126,7 +126,7 @@ def test_nothing_to_choose_before_the_answers_are_written(alice, model, settings
 
 def test_only_a_bare_thumbs_down_still_waiting_for_its_update_is_offered(alice, model) -> None:
     disliked = _disliked(alice)
-    services.feedback_set(message=disliked, author=alice, comment="Too meaty.")
+    feedback_set(message=disliked, author=alice, comment="Too meaty.")
     assert comparison_view(disliked=disliked).state == "none"  # words say more than a pair
     with pytest.raises(ComparisonInvalid):
         comparison_choose(disliked=disliked, chosen=alternatives_of(disliked)[0])
@@ -145,7 +145,7 @@ def test_a_thumbs_down_withdrawn_after_the_choice_takes_the_chosen_sample_with_i
 ) -> None:
     disliked = _disliked(alice)
     comparison_choose(disliked=disliked, chosen=alternatives_of(disliked)[1])
-    services.feedback_set(message=disliked, author=alice, rating=0)
+    feedback_set(message=disliked, author=alice, rating=0)
     judge_message(disliked.pk, judge=NoModel())
     assert not Sample.objects.filter(status="ready").exists()
     chosen = Sample.objects.get(reward=1.0)
@@ -233,7 +233,7 @@ def test_a_greedy_or_unset_request_gets_alternatives_at_the_chats_temperature(
     answer = _answer(alice)
     answer.sampling_params = {"temperature": 0}  # greedy: n answers would be one
     answer.save(update_fields=["sampling_params"])
-    services.feedback_set(message=answer, author=alice, rating=-1)
+    feedback_set(message=answer, author=alice, rating=-1)
     judge_message(answer.pk, judge=NoModel())
     alternatives.alternatives_sample(sample_id=Sample.objects.get(message=answer).pk)
     offered = alternatives_of(answer)

@@ -12,7 +12,7 @@ from django.core.management import call_command
 from tests.factories import AnswerFactory
 from trainer.hindsight import HINDSIGHT_VERSION
 from trainer.judge import CUES_VERSION
-from webapp.chat import services
+from webapp.chat import feedback, services
 from webapp.chat.models import Message
 from webapp.learning.models import Judgement, PolicyVersion, Sample
 from webapp.learning.tasks import judge_message as judge_message_task
@@ -81,7 +81,7 @@ def _follow_up(answer: Message, text: str) -> Message:
 
 def test_a_thumbs_up_is_the_reward_without_asking_the_prm(judge, user) -> None:
     answer = _turn(user)
-    services.feedback_set(message=answer, author=user, rating=1)
+    feedback.feedback_set(message=answer, author=user, rating=1)
     judge_message(answer.pk, judge=judge)
     judgement = Judgement.objects.get(message=answer)
     assert (judgement.source, judgement.score, judgement.votes) == ("feedback", 1, [])
@@ -95,7 +95,7 @@ def test_a_thumbs_up_is_the_reward_without_asking_the_prm(judge, user) -> None:
 
 def test_a_thumbs_down_with_a_comment_is_a_combined_sample_with_the_users_hint(judge, user) -> None:
     answer = _turn(user)
-    services.feedback_set(
+    feedback.feedback_set(
         message=answer,
         author=user,
         rating=-1,
@@ -111,7 +111,7 @@ def test_a_thumbs_down_with_a_comment_is_a_combined_sample_with_the_users_hint(j
 
 def test_a_correction_alone_is_an_opd_sample_and_kept_for_supervision(judge, user) -> None:
     answer = _turn(user)
-    services.feedback_set(message=answer, author=user, correction="2+2 = 4.")
+    feedback.feedback_set(message=answer, author=user, correction="2+2 = 4.")
     judge_message(answer.pk, judge=judge)
     sample = Sample.objects.get(message=answer)
     assert sample.kind in ("opd", "combined") and sample.correction == "2+2 = 4."
@@ -159,7 +159,7 @@ def test_turns_that_must_never_become_samples(judge, user, settings, case) -> No
         turn_type="side" if case == "side turn" else "main",
         version=version,
     )
-    services.feedback_set(message=answer, author=user, rating=1)
+    feedback.feedback_set(message=answer, author=user, rating=1)
     judge_message(answer.pk, judge=judge)
     assert not Sample.objects.filter(message=answer).exists()
 
@@ -176,9 +176,9 @@ def test_a_redelivered_task_leaves_one_judgement_and_one_sample(judge, user) -> 
 
 def test_changed_feedback_supersedes_the_ready_sample(judge, user) -> None:
     answer = _turn(user)
-    services.feedback_set(message=answer, author=user, rating=1)
+    feedback.feedback_set(message=answer, author=user, rating=1)
     judge_message(answer.pk, judge=judge)
-    services.feedback_set(message=answer, author=user, rating=-1)
+    feedback.feedback_set(message=answer, author=user, rating=-1)
     judge_message(answer.pk, judge=judge)
     statuses = sorted(Sample.objects.filter(message=answer).values_list("reward", "status"))
     assert statuses == [(-1.0, "ready"), (1.0, "superseded")]
@@ -219,7 +219,7 @@ def test_feedback_and_next_states_queue_the_judge_after_commit(
     )
     answer = _turn(user)
     with django_capture_on_commit_callbacks(execute=True):
-        services.feedback_set(message=answer, author=user, rating=1)
+        feedback.feedback_set(message=answer, author=user, rating=1)
     assert sent == [("webapp.learning.tasks.judge_message", answer.pk)]
     with django_capture_on_commit_callbacks(execute=True):
         _follow_up(answer, "thanks")
@@ -228,7 +228,7 @@ def test_feedback_and_next_states_queue_the_judge_after_commit(
         services.conversation_close(conversation=answer.conversation)
     assert sent[-1] == ("webapp.chat.tasks.finalize_conversation", answer.conversation.pk)
     with django_capture_on_commit_callbacks(execute=False) as pending:
-        services.feedback_set(message=answer, author=user, rating=-1)
+        feedback.feedback_set(message=answer, author=user, rating=-1)
     assert len(pending) == 1 and len(sent) == 3  # nothing is sent before the commit
 
 
@@ -244,7 +244,7 @@ def test_the_sweep_finds_turns_that_were_never_queued(judge, user) -> None:
 
 def test_export_jsonl_writes_conversations_judgements_and_samples(judge, user, tmp_path) -> None:
     answer = _turn(user)
-    services.feedback_set(message=answer, author=user, rating=1, comment="Great, thanks a lot!")
+    feedback.feedback_set(message=answer, author=user, rating=1, comment="Great, thanks a lot!")
     judge_message(answer.pk, judge=judge)
     out = tmp_path / "export.jsonl"
     call_command("export_jsonl", "--out", str(out), stderr=StringIO())
@@ -260,7 +260,7 @@ def test_the_learning_status_says_what_became_of_an_answer(judge, user) -> None:
 
     answer = _turn(user)
     assert learning_status(message_id=answer.pk) is None
-    services.feedback_set(message=answer, author=user, rating=-1, comment="Be precise: it is 4.")
+    feedback.feedback_set(message=answer, author=user, rating=-1, comment="Be precise: it is 4.")
     judge_message(answer.pk, judge=judge)
     assert learning_status(message_id=answer.pk).detail == "judged -1 · hint taken"
     sample = Sample.objects.get(message=answer)
@@ -279,7 +279,7 @@ def test_judging_pushes_the_status_to_open_chat_pages(
     pushed: list[tuple[int, int]] = []
     monkeypatch.setattr("webapp.learning.notify._push", lambda c, m: pushed.append((c, m)))
     answer = _turn(user)
-    services.feedback_set(message=answer, author=user, rating=1)
+    feedback.feedback_set(message=answer, author=user, rating=1)
     with django_capture_on_commit_callbacks(execute=True):
         judge_message(answer.pk, judge=judge)
     assert pushed == [(answer.conversation_id, answer.pk)]
@@ -287,7 +287,7 @@ def test_judging_pushes_the_status_to_open_chat_pages(
 
 def test_a_rated_answer_in_a_closed_session_is_judged_once(judge, user) -> None:
     answer = _turn(user)
-    services.feedback_set(message=answer, author=user, rating=-1, comment="Start with 'Sure!'")
+    feedback.feedback_set(message=answer, author=user, rating=-1, comment="Start with 'Sure!'")
     services.conversation_close(conversation=answer.conversation)
     judge_message(answer.pk, judge=judge)
     finalize_conversation(answer.conversation_id, judge=judge)

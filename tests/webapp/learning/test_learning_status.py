@@ -9,6 +9,7 @@ import pytest
 from tests.factories import AnswerFactory, JudgementFactory, SampleFactory
 from tests.webapp import cue_judge
 from webapp.chat import services
+from webapp.chat.feedback import feedback_rate, feedback_set, feedback_toggle_tag
 from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.selectors import PENDING, WITHDRAWN, learning_status, learning_statuses
 from webapp.learning.workflows.judging import judge_message
@@ -118,7 +119,7 @@ def test_when_a_thumb_is_given_then_it_reads_until_judged_and_then_says_what_com
     judge, alice
 ) -> None:
     answer = _answer(alice)
-    services.feedback_rate(message=answer, author=alice, rating=1)
+    feedback_rate(message=answer, author=alice, rating=1)
     status = learning_status(message_id=answer.pk)
     assert (status.text, status.pending) == (PENDING, True)
     judge_message(answer.pk, judge=judge)
@@ -134,14 +135,14 @@ def test_when_a_thumbs_down_gets_a_tag_and_a_correction_then_each_change_reads_u
     judge, alice
 ) -> None:
     answer = _answer(alice)
-    services.feedback_rate(message=answer, author=alice, rating=-1)
+    feedback_rate(message=answer, author=alice, rating=-1)
     judge_message(answer.pk, judge=judge)
     assert learning_status(message_id=answer.pk).text == "Will be learnt in the next update"
-    services.feedback_toggle_tag(message=answer, author=alice, tag="not correct")
+    feedback_toggle_tag(message=answer, author=alice, tag="not correct")
     # the judgement of the bare 👎 is no longer what the user said: never shown as if it were
     assert learning_status(message_id=answer.pk).text == PENDING
     judge_message(answer.pk, judge=judge)
-    services.feedback_set(message=answer, author=alice, correction="Paris.")
+    feedback_set(message=answer, author=alice, correction="Paris.")
     assert learning_status(message_id=answer.pk).pending
     judge_message(answer.pk, judge=judge)
     status = learning_status(message_id=answer.pk)
@@ -156,11 +157,11 @@ def test_when_feedback_returns_to_a_state_already_judged_then_it_is_not_left_rea
     judge, alice
 ) -> None:
     answer = _answer(alice)
-    services.feedback_rate(message=answer, author=alice, rating=-1)
+    feedback_rate(message=answer, author=alice, rating=-1)
     judge_message(answer.pk, judge=judge)
-    services.feedback_toggle_tag(message=answer, author=alice, tag="not correct")
+    feedback_toggle_tag(message=answer, author=alice, tag="not correct")
     judge_message(answer.pk, judge=judge)
-    services.feedback_toggle_tag(message=answer, author=alice, tag="not correct")  # off again
+    feedback_toggle_tag(message=answer, author=alice, tag="not correct")  # off again
     judge_message(answer.pk, judge=judge)  # finds that evidence judged: records nothing
     assert not learning_status(message_id=answer.pk).pending
 
@@ -169,9 +170,9 @@ def test_when_a_thumb_is_withdrawn_then_the_status_says_nothing_is_learnt_from_i
     judge, alice
 ) -> None:
     answer = _answer(alice)
-    services.feedback_rate(message=answer, author=alice, rating=1)
+    feedback_rate(message=answer, author=alice, rating=1)
     judge_message(answer.pk, judge=judge)
-    services.feedback_rate(message=answer, author=alice, rating=0)
+    feedback_rate(message=answer, author=alice, rating=0)
     assert learning_status(message_id=answer.pk).text == WITHDRAWN  # before the judge runs
     judge_message(answer.pk, judge=judge)  # nothing left to judge: its sample is dropped
     status = learning_status(message_id=answer.pk)
@@ -199,7 +200,7 @@ def test_when_an_unrated_answer_is_followed_by_a_complaint_then_it_is_read_from_
 
 def test_when_the_answer_cannot_be_learnt_from_then_saved_feedback_says_so(judge, alice) -> None:
     answer = _answer(alice, consent=False)
-    services.feedback_rate(message=answer, author=alice, rating=-1)
+    feedback_rate(message=answer, author=alice, rating=-1)
     judge_message(answer.pk, judge=judge)
     status = learning_status(message_id=answer.pk)
     assert (status.text, status.detail, status.pending) == (

@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from tests.factories import AnswerFactory
 from webapp.chat import services
+from webapp.chat.feedback import feedback_set
 from webapp.chat.models import Message
 from webapp.core.outbox import Task
 from webapp.inference import ChoiceResult
@@ -73,7 +74,7 @@ def _sample(answer: Message) -> Sample:
 
 def test_a_key_in_the_persons_message_keeps_the_sample_out_of_training(alice, sent) -> None:
     answer = _turn(alice, f"Why does boto3 reject these?\n{AWS_PAIR}")
-    services.feedback_set(message=answer, author=alice, rating=-1)
+    feedback_set(message=answer, author=alice, rating=-1)
     judge_message(answer.pk, judge=Judge())
     sample = _sample(answer)
     assert sample.status == "excluded"
@@ -114,7 +115,7 @@ def test_a_tool_result_with_a_key_keeps_the_sample_out_of_training(alice, sent) 
         usage=None,
         served_model="base",
     )
-    services.feedback_set(message=answer, author=alice, rating=1)
+    feedback_set(message=answer, author=alice, rating=1)
     judge_message(answer.pk, judge=Judge())
     sample = _sample(answer)
     assert sample.status == "excluded"
@@ -135,7 +136,7 @@ def test_a_secret_in_the_feedback_keeps_the_sample_out_of_training(
     alice, sent, feedback, where
 ) -> None:
     answer = _turn(alice, "How do I connect to the database?")
-    services.feedback_set(message=answer, author=alice, **feedback)
+    feedback_set(message=answer, author=alice, **feedback)
     judge_message(answer.pk, judge=Judge())
     sample = _sample(answer)
     assert sample.status == "excluded" and f"in the {where}" in sample.exclusion_reason
@@ -158,14 +159,14 @@ def test_a_secret_in_the_next_message_keeps_the_sample_out_of_training(alice, se
 
 def test_a_turn_without_a_secret_still_trains(alice, sent) -> None:
     answer = _turn(alice, "My password expired, how do I reset it?")
-    services.feedback_set(message=answer, author=alice, rating=1)
+    feedback_set(message=answer, author=alice, rating=1)
     judge_message(answer.pk, judge=Judge())
     assert _sample(answer).status == "ready" and _sample(answer).exclusion_reason == ""
 
 
 def test_an_alternative_that_writes_a_secret_is_kept_but_never_offered(alice, sent) -> None:
     settings_answer = _turn(alice, "Suggest a strong password.", answer="password123")
-    services.feedback_set(message=settings_answer, author=alice, rating=-1)
+    feedback_set(message=settings_answer, author=alice, rating=-1)
     judge_message(settings_answer.pk, judge=Judge())
     disliked = _sample(settings_answer)
     written = alternatives.alternatives_record(
@@ -197,7 +198,7 @@ def test_an_alternative_that_writes_a_secret_is_kept_but_never_offered(alice, se
 
 def test_my_model_and_the_admin_show_why(alice, sent, client, admin_client) -> None:
     answer = _turn(alice, f"Keep these for me:\n{AWS_PAIR}")
-    services.feedback_set(message=answer, author=alice, rating=1)
+    feedback_set(message=answer, author=alice, rating=1)
     judge_message(answer.pk, judge=Judge())
     client.force_login(alice)
     page = client.get(reverse("mymodel:index")).content.decode()
@@ -219,10 +220,10 @@ def test_the_migration_sets_aside_ready_samples_made_before_the_detector(alice, 
     migration = importlib.import_module("webapp.learning.migrations.0011_samples_with_secrets")
     clean, pasted = _turn(alice, "Hi"), _turn(alice, "Hi again")
     for answer in (clean, pasted):
-        services.feedback_set(message=answer, author=alice, rating=1)
+        feedback_set(message=answer, author=alice, rating=1)
         judge_message(answer.pk, judge=Judge())
     # as a sample made before secrets were looked for: ready, the comment holding the key
-    services.feedback_set(message=pasted, author=alice, rating=1, comment=f"key: {GITHUB_TOKEN}")
+    feedback_set(message=pasted, author=alice, rating=1, comment=f"key: {GITHUB_TOKEN}")
     Sample.objects.filter(message=pasted).update(status="ready", exclusion_reason="")
     migration.set_aside(apps, None)
     assert _sample(clean).status == "ready"

@@ -10,6 +10,7 @@ from django.utils import timezone
 from tests.factories import AnswerFactory
 from trainer.judge_client import JudgeRejected
 from webapp.chat import services
+from webapp.chat.feedback import feedback_set
 from webapp.chat.models import Conversation, Message
 from webapp.core.outbox import Task
 from webapp.learning.models import Judgement
@@ -72,7 +73,7 @@ def test_250_unjudgeable_answers_do_not_keep_a_real_one_from_the_sweep(user, que
     for i in range(250):
         answer = _answer(user, f"q{i}")
         if i % 2:  # no signal: a rating withdrawn to 0, no comment
-            services.feedback_set(message=answer, author=user, rating=0)
+            feedback_set(message=answer, author=user, rating=0)
         else:  # the judge answers 4xx: never retried, recorded
             _follow_up(answer, "x" * 50)
             refused.append(answer)
@@ -92,19 +93,19 @@ def test_250_unjudgeable_answers_do_not_keep_a_real_one_from_the_sweep(user, que
 
 def test_new_evidence_clears_the_reason_and_the_answer_is_swept_again(user, queued) -> None:
     answer = _answer(user)
-    services.feedback_set(message=answer, author=user, rating=0)
+    feedback_set(message=answer, author=user, rating=0)
     assert judge_message(answer.pk, judge=AgreeingJudge()) is None
     answer.refresh_from_db()
     assert answer.judging_skip_reason == "no signal"
     assert queued(Task.JUDGE_MESSAGE) == []
 
-    services.feedback_set(message=answer, author=user, rating=-1)
+    feedback_set(message=answer, author=user, rating=-1)
     answer.refresh_from_db()
     assert answer.judging_skip_reason == ""
     assert answer.pk in queued(Task.JUDGE_MESSAGE)
 
     other = _answer(user, "again")
-    services.feedback_set(message=other, author=user, rating=0)
+    feedback_set(message=other, author=user, rating=0)
     judge_message(other.pk, judge=AgreeingJudge())
     _follow_up(other, "and a next state")
     other.refresh_from_db()

@@ -18,6 +18,9 @@ from trainer.judge import judge_verdict
 from trainer.judge_client import JudgeEndpoint, JudgeRejected, complete_n
 from webapp.chat.models import Conversation, Message
 from webapp.learning import services
+from webapp.learning.secret_guard import turn_secret
+from webapp.memory.models import Memory
+from webapp.memory.proposing import follow_up_words, memories_propose
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +116,8 @@ def judge_message(
             conversation_end=conversation_end,
         )
         return None
+    # Before the judgement: the page stops asking once it is recorded, and finds them then.
+    _propose_memories(message=message, evidence=evidence, judge_hint=verdict.hint)
     judgement = services.judgement_record(
         evidence=evidence,
         source=source,
@@ -126,6 +131,26 @@ def judge_message(
         keep_without_signal=conversation_end,
     )
     return judgement.pk
+
+
+def _propose_memories(
+    *, message: Message, evidence: services.MessageEvidence, judge_hint: str | None
+) -> None:
+    """Memories proposed from the comment, the correction, and a follow-up the judge took a
+    hint from; never from a text that holds a secret."""
+    texts = [
+        (Memory.Source.COMMENT, evidence.user_hint or ""),
+        (Memory.Source.CORRECTION, evidence.correction),
+    ]
+    if judge_hint and not evidence.user_hint:
+        texts.append((Memory.Source.FOLLOW_UP, follow_up_words(evidence.next_state)))
+    texts = [
+        (source, text)
+        for source, text in texts
+        if text and turn_secret(prompt_messages=[], texts={"it": text}) is None
+    ]
+    if texts:
+        memories_propose(owner_id=message.conversation.owner_id, message_id=message.pk, texts=texts)
 
 
 def finalize_conversation(conversation_id: int, *, judge: JudgeModel) -> int | None:

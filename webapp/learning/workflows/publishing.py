@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from trainer import publish
 from webapp import replicas
+from webapp.learning.distillation import memories_learnt_record
 from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.notify import push_learning_status
 from webapp.learning.selectors import policy_version_live
@@ -78,6 +79,7 @@ def policy_version_publish(
         version.published_at = now
         version.retired_at = None
         version.save(update_fields=["status", "published_at", "retired_at"])
+        memories_learnt_record(version=version)
     return version
 
 

@@ -30,6 +30,7 @@ from trainer.gate import GateThresholds
 from trainer.threads import train_threads
 from webapp.chat.models import Message
 from webapp.core.outbox import Task, enqueue
+from webapp.learning.distillation import distilled_memories
 from webapp.learning.models import PolicyVersion, Sample, TrainingUpdate
 from webapp.learning.workflows import claiming, publishing
 
@@ -79,6 +80,9 @@ class SampleRow:
     """The tools the request offered (they are part of the prompt the template rendered)."""
     temperature: float = 1.0
     """The temperature the answer was sampled at (its log-probs are at this temperature)."""
+    memory: str = ""
+    """A memory sample's memories as served: the trainer distils them (teacher with, student
+    without)."""
 
 
 def sample_rows(ids: Sequence[int]) -> list[SampleRow]:
@@ -91,12 +95,13 @@ def sample_rows(ids: Sequence[int]) -> list[SampleRow]:
             prompt_token_ids=list(sample.prompt_token_ids),
             response_token_ids=list(sample.response_token_ids),
             response_logprobs=[float(x) for x in sample.response_logprobs],
-            reward=sample.reward if sample.kind != Sample.Kind.OPD else None,
-            hint=sample.hint or None,
+            reward=sample.reward if sample.kind in (Sample.Kind.RL, Sample.Kind.COMBINED) else None,
+            hint=(sample.hint or None) if sample.kind != Sample.Kind.MEMORY else None,
             correction=sample.correction,
             group_id=sample.group_key or None,
             tools=params[sample.message_id].get("tools") or None,
             temperature=_temperature(params[sample.message_id]),
+            memory=sample.hint if sample.kind == Sample.Kind.MEMORY else "",
         )
         for sample in samples
         if sample.prompt_token_ids and sample.response_token_ids
@@ -145,6 +150,7 @@ class TrainJob:
     threads: int = 0
     """torch's threads for the run (``PARLEY_TRAIN_THREADS``, ``trainer.threads``); 0:
     torch's own."""
+    memories: Sequence[tuple[int, str]] = ()  # (id, text) distilled: the gate measures each
 
 
 @dataclass(frozen=True)
@@ -191,6 +197,7 @@ def train_job(*, update: TrainingUpdate) -> TrainJob:
         gate=gate_thresholds(),
         holdout=sample_rows(summary.get("holdout_ids", [])),
         fresh=sample_rows(summary.get("fresh_ids", [])),
+        memories=distilled_memories(sample_ids=summary.get("sample_ids", [])),
         threads=train_threads(
             settings.TRAIN_THREADS,
             serving_threads=settings.SERVE_THREADS,
@@ -228,11 +235,15 @@ def train_and_gate(job: TrainJob, *, record_step: Callable[[dict[str, Any]], Non
             holdout=samples(job.holdout),
             fresh=samples(job.fresh),
             base_probe=job.base_probe,
+            memories=[text for _, text in job.memories],
+            memory_form=settings.MEMORY_FORM,
         ):
             if metrics.get("done"):
                 summary = {**metrics, "threads": job.threads}
             else:
                 record_step(metrics)
+    for figures, (memory_id, _) in zip(summary.get("memory_gaps", []), job.memories, strict=False):
+        figures["id"] = memory_id
     return gated(job, summary)
 
 

@@ -6,7 +6,7 @@ import pytest
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from tests.helpers import ROOT
-from trainer.memory import (
+from trainer.gpu_memory import (
     ANCHOR_TOKENS_ESTIMATE,
     SHAPES,
     MemoryBudgetError,
@@ -135,7 +135,7 @@ def test_the_production_guide_shows_the_table_this_code_computes() -> None:
 def test_the_anchor_adds_the_base_distribution_it_keeps() -> None:
     from trainer.anchor import anchor_token_ids
     from trainer.config import UpdateConfig
-    from trainer.memory import anchor_token_count
+    from trainer.gpu_memory import anchor_token_count
 
     without, with_anchor = _budget(), _budget(anchor_tokens=400)
     assert without.anchor_gib == 0.0 and "anchor" not in without.explain()

@@ -350,7 +350,7 @@ def budget_table(gpu_gib: float = 80, vllm_shares: Sequence[float] = (0.85, 0.6)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m trainer.memory [--model DIR]``: print the default update's budget on this
+    """``python -m trainer.gpu_memory [--model DIR]``: print the default update's budget on this
     host's training GPU; exit 1 when it cannot fit, 2 when the device setting cannot be met."""
     import argparse
 
@@ -362,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         device = pick_device()
     except TrainDeviceError as exc:
-        print(f"trainer.memory: error: {exc}", file=sys.stderr)
+        print(f"trainer.gpu_memory: error: {exc}", file=sys.stderr)
         return 2
     if device.type != "cuda":
         print(f"training memory budget: training on the {device.type}, no GPU budget to check")
@@ -370,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         budget = gpu_budget(args.model, UpdateConfig(), device)
     except MemoryBudgetError as exc:
-        print(f"trainer.memory: error: {exc}", file=sys.stderr)
+        print(f"trainer.gpu_memory: error: {exc}", file=sys.stderr)
         return 1
     assert budget is not None
     print(f"training memory budget: {budget.explain()}")

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class MemoryConfig(AppConfig):
+    name = "webapp.memory"
+    label = "memory"
+    verbose_name = "Memory"
