@@ -2,7 +2,8 @@
 
 ``load_serving_model`` is the fp32 base with the live adapter, ``generate`` samples answers with
 the raw log-probs vLLM reports, and ``evaluate_splits`` answers the held-out splits greedily
-and scores them by each preference, a broken answer counting as a miss.
+and scores them by each preference, a broken answer counting as a miss. Both can serve the
+prompts with a person's memories, in any form Parley serves them (``trainer.memory_prompt``).
 """
 
 from __future__ import annotations
@@ -40,18 +41,30 @@ def generate(
     max_new_tokens: int,
     temperature: float,
     seed: int,
+    memories: Sequence[str] = (),
+    form: str = "appended",
 ) -> list[Answer]:
     """Answers to single-turn prompts (greedy at temperature 0), with each sampled token's raw
-    log-probability, the way vLLM reports it by default."""
+    log-probability, the way vLLM reports it by default.
+
+    With ``memories`` each prompt is served with them in ``form``
+    (``trainer.memory_prompt.served_messages``): an answer's ``prompt_token_ids`` are the
+    served prompt's, its ``prompt`` the user's text alone."""
     import torch
     import torch.nn.functional as F
 
     from trainer.batch import chat_prompt_ids
     from trainer.generation import left_pad
+    from trainer.memory_prompt import served_messages
 
     if not prompts:
         return []
-    prompt_ids = [chat_prompt_ids(tokenizer, [{"role": "user", "content": p}]) for p in prompts]
+    prompt_ids = [
+        chat_prompt_ids(
+            tokenizer, served_messages([{"role": "user", "content": p}], memories, form=form)
+        )
+        for p in prompts
+    ]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     eos_id = tokenizer.eos_token_id
     input_ids, attention = left_pad(prompt_ids, pad_id)
@@ -113,10 +126,13 @@ def evaluate_splits(
     preferences: Sequence[Preference],
     *,
     max_new_tokens: int,
+    memories: Sequence[str] = (),
+    form: str = "appended",
 ) -> Evaluation:
     """Every split's prompts answered in one greedy batch (one decoding loop per evaluation),
     then scored per split. An answer meets a preference only when it is not broken
-    (``Preference.meets``): a loop that starts with "Sure!" has learnt nothing."""
+    (``Preference.meets``): a loop that starts with "Sure!" has learnt nothing. ``memories``
+    and ``form``: as ``generate`` serves them."""
     result = Evaluation(
         scores={p.name: {} for p in preferences},
         flawed={},
@@ -124,7 +140,14 @@ def evaluate_splits(
     )
     everything = [prompt for prompts in splits.values() for prompt in prompts]
     answers = generate(
-        model, tokenizer, everything, max_new_tokens=max_new_tokens, temperature=0.0, seed=0
+        model,
+        tokenizer,
+        everything,
+        max_new_tokens=max_new_tokens,
+        temperature=0.0,
+        seed=0,
+        memories=memories,
+        form=form,
     )
     start = 0
     for split, prompts in splits.items():

@@ -70,6 +70,8 @@ class CheckReport:
     judgements: list[dict[str, Any]] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
     tool_round_trip: str = ""
+    memory: str = ""  # a memory of the key's owner, served in every request (empty: none)
+    answers_given_memory: int = 0
     reworked_answers: list[str] = field(default_factory=list)  # answers sent back changed
     failures: list[str] = field(default_factory=list)
 
@@ -100,8 +102,17 @@ def run_check(
     max_tokens: int = 256,
     turns: tuple[str, ...] = TURNS,
     judge_wait_s: float = 180,
+    memory: str = "",
 ) -> CheckReport:
-    """Drive OpenClaw through ``turns`` in one session against Parley at ``base_url``."""
+    """Drive OpenClaw through ``turns`` in one session against Parley at ``base_url``; with
+    ``memory``, the key's owner has it as a memory first (Parley adds it to every request)."""
+    if memory:
+        httpx.post(
+            base_url.rstrip("/") + "/v1/memories",
+            json={"text": memory},
+            headers={"Authorization": f"Bearer {api_key}"},
+            timeout=30,
+        ).raise_for_status()
     window, largest = served_limits(base_url, api_key)
     profile = Profile(profile_name, context_window=window, max_tokens=min(max_tokens, largest))
     session_id = f"parley-check-{int(time.time())}"
@@ -138,6 +149,7 @@ def run_check(
         turns=[asdict(r) | {"log": r.log[-2000:]} for r in results],
         exchanges=[e.summary() for e in exchanges],
         reworked_answers=_reworked_answers(exchanges),
+        memory=memory,
     )
     _check_client_side(report, results, exchanges)
     _check_recorded(
@@ -234,6 +246,14 @@ def _check_recorded(
         )
         return
     conversation = rows[0][0]
+    report.answers_given_memory = sql(
+        var_dir,
+        "SELECT count(*) FROM chat_message WHERE conversation_id = %s AND role = 'assistant' "
+        "AND memories <> '[]'::jsonb",
+        (conversation,),
+    )[0][0]
+    if report.memory and not report.answers_given_memory:
+        report.failures.append("no answer was given the owner's memory")
     first_answer = sql(
         var_dir,
         "SELECT id, next_state_id FROM chat_message WHERE conversation_id = %s "
@@ -259,7 +279,8 @@ def _check_recorded(
         return
     samples = sql(
         var_dir,
-        "SELECT kind, reward, hint, status FROM learning_sample WHERE message_id = %s",
+        "SELECT kind, reward, hint, status FROM learning_sample WHERE message_id = %s "
+        "AND kind <> 'memory'",
         (first_answer[0][0],),
     )
     report.samples = [{"kind": r[0], "reward": r[1], "hint": r[2], "status": r[3]} for r in samples]
@@ -322,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", choices=("slim", "full"), default="slim")
     parser.add_argument("--max-tokens", type=int, default=256, help="OpenClaw's maxTokens")
     parser.add_argument("--turns", type=int, default=len(TURNS), help="turns in the session")
+    parser.add_argument("--memory", default="", help="a memory the key's owner has first")
     args = parser.parse_args(argv)
     more = MORE_TURNS * (1 + max(0, args.turns - len(TURNS)) // len(MORE_TURNS))
     turns = (TURNS + more)[: args.turns]
@@ -335,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
             profile_name=args.profile,
             max_tokens=args.max_tokens,
             turns=turns,
+            memory=args.memory,
         )
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"check-{args.profile}-{len(turns)}-turns.json"

@@ -5,7 +5,9 @@ base model plus the live adapter, through transformers) answers at the chat temp
 the tokens it sampled and their log-probabilities are kept exactly as serving keeps them (vLLM's
 default: the raw model's log-probs, before the temperature; ``bench.answering``). The user
 reacts per the preference with thumbs, comments, corrections or only their next message
-(``bench.simulated_user``), and the default judge's votes are scored against the truth.
+(``bench.simulated_user``), and the default judge's votes are scored against the truth; or
+states it once as a memory, served in every prompt and distilled (``bench.replay_memory``:
+each version scored with the memory in the prompt and without it).
 
 Each batch becomes ``trainer.batch.Sample``s as the webapp builds them
 (``bench.simulated_user.judged_sample``), is claimed by the webapp's rules (``trainer.claim``:
@@ -39,13 +41,11 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench.answering import evaluate_splits, generate, load_serving_model
+from bench.answering import generate, load_serving_model
 from bench.preferences import Preference, load_preferences, load_prompts, prompts_for
-from bench.replay_alternatives import with_alternatives
 from bench.replay_claim import candidate, held_back, unused_by
 from bench.replay_figures import (
     candidate_figures,
@@ -56,6 +56,7 @@ from bench.replay_figures import (
     still_served,
     write_figures,
 )
+from bench.replay_memory import memories_of, served_evaluation
 from bench.replay_options import (
     ReplayOptions,
     add_common_arguments,
@@ -63,7 +64,8 @@ from bench.replay_options import (
     parse_overrides,
     update_config,
 )
-from bench.simulated_user import FEEDBACK_KINDS, judged_sample, react
+from bench.replay_turns import turn_samples
+from bench.simulated_user import FEEDBACK_KINDS
 from bench.witness import witness_perplexity
 from trainer.algorithms import ALGORITHMS
 from trainer.claim import ClaimRules, claim
@@ -118,8 +120,13 @@ def run_replay(
     live: Path | None = None
     model = load_serving_model(options.model_dir, None, options.device)
     started = time.perf_counter()
-    evaluation = evaluate_splits(
-        model, tokenizer, splits, preferences, max_new_tokens=options.eval_tokens
+    evaluation = served_evaluation(
+        model,
+        tokenizer,
+        splits,
+        preferences,
+        max_new_tokens=options.eval_tokens,
+        memories=memories_of(options.feedback, options.preference),
     )
     base_witness_ppl = witness_perplexity(model, tokenizer)
     versions: list[dict[str, Any]] = [
@@ -127,7 +134,7 @@ def run_replay(
             "version": 0,
             "published": True,
             "turns": 0,
-            **asdict(evaluation),
+            **evaluation,
             "ppl_ratio": 1.0,
             "witness_ppl_ratio": 1.0,
         }
@@ -170,43 +177,19 @@ def run_replay(
                 max_new_tokens=options.gen_tokens,
                 temperature=options.temperature,
                 seed=options.seed * 100_003 + number,
+                memories=memories_of(options.feedback, wanted),  # served with them, if any
             )
-            samples = []
-            for index, answer in enumerate(answers):
-                reaction = react(
-                    wanted,
-                    answer.text,
-                    options.feedback,
-                    token_ids=answer.response_token_ids,
-                    language=options.language,
-                    seed=options.seed,
-                    turn=turns + index,
-                )
-                met += reaction.truth > 0
-                judge["neutral"] += reaction.neutral
-                sample, verdict = judged_sample(answer, reaction, tokenizer, judge=options.judge)
-                truth = 0 if reaction.neutral else reaction.truth  # a new question says nothing
-                for vote in verdict.votes:
-                    judge["votes"] += 1
-                    judge["parsed"] += vote["score"] is not None
-                    judge["right"] += vote["score"] == truth
-                if sample is not None:
-                    judge["hints"] += sample.hint is not None
-                    grouped = with_alternatives(
-                        sample,
-                        answer,
-                        model=model,
-                        tokenizer=tokenizer,
-                        n=options.alternatives,
-                        max_new_tokens=options.gen_tokens,
-                        temperature=options.temperature,
-                        seed=options.seed * 100_003 + number * 1_000 + index,
-                        preference=wanted if options.feedback == "pairs" else None,
-                    )
-                    if options.feedback == "pairs" and len(grouped) > 1:
-                        judge["compared"] += 1
-                        judge["chosen"] += any(s.reward == 1.0 for s in grouped[1:])
-                    samples += grouped
+            samples, hits = turn_samples(
+                answers,
+                wanted,
+                options,
+                model=model,
+                tokenizer=tokenizer,
+                judge=judge,
+                turns=turns,
+                number=number,
+            )
+            met += hits
             turns += len(answers)
             judge["samples"] += len(samples)
             unused = [unused_by(algorithm, s) for s in samples]
@@ -259,6 +242,7 @@ def run_replay(
                     max_new_tokens=options.probe_tokens,
                     holdout=holdout,
                     fresh=fresh,
+                    memories=memories_of(options.feedback, wanted),  # the gate's gap per memory
                 ):
                     if metrics.get("done"):
                         summary = metrics
@@ -279,10 +263,17 @@ def run_replay(
                 if passed:
                     evaluated = time.perf_counter()
                     model = load_serving_model(options.model_dir, live, options.device)
-                    evaluation = evaluate_splits(
-                        model, tokenizer, splits, preferences, max_new_tokens=options.eval_tokens
+                    entry.update(
+                        served_evaluation(
+                            model,
+                            tokenizer,
+                            splits,
+                            preferences,
+                            max_new_tokens=options.eval_tokens,
+                            memories=memories_of(options.feedback, wanted),
+                            scored=wanted.name,
+                        )
                     )
-                    entry.update(asdict(evaluation))
                     entry["witness_ppl_ratio"] = (
                         witness_perplexity(model, tokenizer) / base_witness_ppl
                     )
@@ -299,6 +290,8 @@ def run_replay(
             outcome = (
                 "published" if entry["published"] else "refused: " + "; ".join(entry["reasons"])
             )
+            if "score_without_memory" in entry:
+                shown += f" | without memory {entry['score_without_memory']:.2f}"
             witness = entry.get("witness_ppl_ratio")
             witness_text = f" witness×{witness:.3f}" if witness is not None else ""
             bar.write(
@@ -329,7 +322,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_common_arguments(parser)
     parser.add_argument("--name", default="starts-with-sure", help="the preference")
-    parser.add_argument("--feedback", choices=FEEDBACK_KINDS, default="corrections")
+    parser.add_argument(
+        "--feedback",
+        choices=FEEDBACK_KINDS,
+        default="corrections",
+        help="how the simulated user gives the preference (bench.simulated_user); memory: said "
+        "once, served in every prompt and distilled, scored with and without it",
+    )
     parser.add_argument("--algorithm", choices=list(ALGORITHMS), default="combined")
     parser.add_argument(
         "--then", default="", help="long run: a second preference the user switches to"

@@ -36,10 +36,13 @@ def held_back(on_record: list[Any], limit: int, *, live_batch: Sequence[Any] = (
 
 def unused_by(algorithm: Any, sample: Any) -> bool:
     """Whether the webapp's claim leaves this sample ready under the algorithm: its kind as
-    ``webapp.learning.services`` stores it (a hint or correction without a reward is "opd"),
-    asked of ``Algorithm.unused_reason``."""
+    ``webapp.learning.services`` stores it (a hint or correction without a reward is "opd"; a
+    memory's distillation is "memory", which every algorithm trains), asked of
+    ``Algorithm.unused_reason``."""
     has_hint, has_correction = bool(sample.hint), bool(sample.correction_token_ids)
     kind = "opd" if not sample.reward and (has_hint or has_correction) else "rl"
+    if sample.distils_context:
+        kind = "memory"
     return bool(
         algorithm.unused_reason(kind=kind, has_hint=has_hint, has_correction=has_correction)
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import record
+from bench.replay_memory import MEMORY_FORM, WITHOUT_MEMORY
 from bench.replay_options import (
     ANSWER_TOKENS,
     BATCH_SIZE,
@@ -44,7 +45,7 @@ def figures_of(
 ) -> dict[str, Any]:
     """A run's figures (what ``bench/results/replay-*.json`` holds)."""
     done = len(versions) - 1
-    return {
+    figures: dict[str, Any] = {
         "mode": MODE,
         "preference": options.preference.name,
         "second_preference": options.second_preference.name if options.second_preference else None,
@@ -81,6 +82,11 @@ def figures_of(
         "seconds": time.perf_counter() - started,
         "seconds_per_version": (time.perf_counter() - started) / max(done, 1),
     }
+    if "score_without_memory" in versions[0]:  # feedback "memory" (bench.replay_memory)
+        figures["memory"] = options.preference.comment
+        figures["memory_form"] = MEMORY_FORM
+        figures["base_score"] = versions[0]["score_without_memory"]
+    return figures
 
 
 def candidate_figures(
@@ -98,6 +104,8 @@ def candidate_figures(
         "train_seconds": summary.get("seconds"),
         "gate_seconds": summary.get("gate_seconds"),
         "loss": summary.get("loss"),
+        # how far the candidate still needs each memory in its prompt (trainer.memory_gap)
+        **({"memory_gaps": summary["memory_gaps"]} if "memory_gaps" in summary else {}),
         "held_back": {
             key: probe[key]
             for key in sorted(probe)
@@ -111,7 +119,16 @@ def candidate_figures(
     }
 
 
-SERVED_FIGURES = ("scores", "flawed", "broken_examples", "missed_examples", "witness_ppl_ratio")
+SERVED_FIGURES = (
+    "scores",
+    "flawed",
+    "broken_examples",
+    "missed_examples",
+    "witness_ppl_ratio",
+    *(f"{key}_without_memory" for key in WITHOUT_MEMORY),
+    "score",
+    "score_without_memory",
+)
 
 
 def still_served(previous: dict[str, Any]) -> dict[str, Any]:
@@ -266,14 +283,18 @@ def format_run(figures: dict[str, Any]) -> str:
         f"{figures['algorithm']} · seed {figures['seed']}"
     ]
     splits = list(figures["versions"][0]["scores"][figures["preference"]])
+    # feedback "memory": the scores are as served, memory in the prompt; this one without it
+    bare = "base_score" in figures
     lines.append(
         f"{'version':>8}{'turns':>7}"
         + "".join(f"{s:>16}" for s in splits)
+        + (f"{'without memory':>16}" if bare else "")
         + f"{'ppl/base':>10}  gate"
     )
     for v in figures["versions"]:
         name = v.get("preference", figures["preference"])
         cells = "".join(f"{v['scores'][name][s]:>16.2f}" for s in splits)
+        cells += f"{v['score_without_memory']:>16.2f}" if bare else ""
         gate_text = "base" if v["version"] == 0 else ("published" if v["published"] else "refused")
         label = f"v{v['version']}"
         lines.append(f"{label:>8}{v['turns']:>7}{cells}{v['ppl_ratio']:>10.3f}  {gate_text}")

@@ -1,6 +1,6 @@
 """The simulated user of the learning benchmarks, and their turns judged as the webapp judges them.
 
-A user with one preference (``bench.preferences``) reacts to an answer in one of six ways:
+A user with one preference (``bench.preferences``) reacts to an answer in one of seven ways:
 
 - ``thumbs``: 👍 when the answer meets the preference, 👎 when it misses (the RL-only signal);
 - ``pairs``: thumbs, and after a 👎 the comparison offered below the 👎'd answer ("Is one of them
@@ -16,6 +16,9 @@ A user with one preference (``bench.preferences``) reacts to an answer in one of
   a hit one of several thanks, and now and then (``NEUTRAL_SHARE`` of the turns, drawn from a
   seeded generator) neither: a new, unrelated question, which says nothing about the answer
   (``UserReaction.neutral``). ``language`` picks English, German or Chinese.
+- ``memory``: the user states the preference once, as a memory (its comment), and then only
+  asks new questions: every answer is served with the memory in its prompt and none is reacted
+  to (a neutral reaction; the replay distils the memory instead, ``bench.replay_memory``).
 
 A broken answer (looping, empty) is a miss whatever it begins with. ``judged_sample`` turns one
 reaction into the trainer's ``Sample`` the way the webapp's judge task and ``trainer_run`` do;
@@ -32,7 +35,15 @@ from typing import Any
 
 from bench.preferences import FLAW_COMMENTS, Preference, answer_flaws, flaw_comment
 
-FEEDBACK_KINDS = ("thumbs", "comments", "corrections", "next_state", "followups", "pairs")
+FEEDBACK_KINDS = (
+    "thumbs",
+    "comments",
+    "corrections",
+    "next_state",
+    "followups",
+    "pairs",
+    "memory",
+)
 NEGATIVE_NEXT = "No, that's not what I asked for. {comment}"
 POSITIVE_NEXT = "Thanks, perfect!"
 LANGUAGES = ("en", "de", "zh")
@@ -172,6 +183,8 @@ def react(
             neutral_share=neutral_share,
         )
         return UserReaction(truth=truth, next_state=f"[user] {text}", neutral=neutral)
+    if feedback == "memory":  # the preference was said once, as a memory: nothing more
+        return UserReaction(truth=truth, neutral=True)
     said = [] if satisfied else [preference.comment]
     if flaws:
         said.append(flaw_comment(flaws))

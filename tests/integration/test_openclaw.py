@@ -18,17 +18,21 @@ pytestmark = [
 ]
 
 
+@pytest.mark.parametrize("memory", ["", "Call me Sam"], ids=["memory off", "memory on"])
 def test_openclaw_holds_a_session_with_parley_and_its_follow_up_is_judged(
-    stack, stack_api_key, tmp_path
+    stack, tmp_path, memory
 ) -> None:
-    # Shorter answers than the documented 256 keep the session quick on a CPU; the contract
-    # is the same.
+    # A user of their own for each run (a memory stays with its owner). Shorter answers than
+    # the documented 256 keep the session quick on a CPU; the contract is the same.
+    user = "openclaw-" + ("memory" if memory else "plain")
+    key = stack.manage("create_api_key", "--user", user, "--name", "t", "--create-user").strip()
     report = run_check(
         base_url=stack.web_url,
-        api_key=stack_api_key,
+        api_key=key,
         var_dir=stack.var_dir,
         out_dir=tmp_path,
         max_tokens=128,
+        memory=memory,
     )
     print(table(report))
     assert report.passed, (report.failures, report.conversations, f"requests: {tmp_path}")
@@ -48,6 +52,8 @@ def test_openclaw_holds_a_session_with_parley_and_its_follow_up_is_judged(
     ran = report.tool_round_trip.startswith("the tool ran")
     assert conversation["tool_results"] == int(ran)
     assert conversation["with_next_state"] >= 2 + int(ran)
+    # The answers given the owner's memory when there is one, none otherwise.
+    assert (report.answers_given_memory > 0) == bool(memory)
     assert report.judgements and report.judgements[0]["score"] == -1
     # ... and the user's words are what it learns from.
     (sample,) = report.samples
