@@ -81,4 +81,4 @@ def test_learning_scope_defaults_to_user_and_refuses_an_unknown_value() -> None:
     assert _import_settings(PARLEY_LEARNING_SCOPE="shared").stdout.strip() == "shared"
     refused = _import_settings(PARLEY_LEARNING_SCOPE="team")
     assert refused.returncode != 0
-    assert "PARLEY_LEARNING_SCOPE='team': use 'user'" in refused.stderr
+    assert "PARLEY_LEARNING_SCOPE='team': use one of user, shared" in refused.stderr
