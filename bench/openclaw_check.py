@@ -162,14 +162,16 @@ def _check_client_side(report: CheckReport, results: list[TurnResult], exchanges
     chats = [e for e in exchanges if e.path.endswith("/chat/completions")]
     cut_call = next((e for e in chats if e.forced_tool and e.finish_reason == "length"), None)
     for index, result in enumerate(results):
-        if index == TOOL_TURN and cut_call is not None and "incomplete turn" in result.log:
+        if index == TOOL_TURN and cut_call is not None:
             # The model's call ran out of maxTokens: Parley said so (finish_reason: length)
-            # and OpenClaw, as it does with any cut answer, refused to run half a call.
+            # and OpenClaw, as it does with any cut answer, did not run half a call (it says
+            # "incomplete turn", or shows what was written as the reply).
             report.tool_round_trip = (
                 "the model's call was cut at maxTokens (finish_reason: length); OpenClaw "
-                "refused the incomplete call and told its user"
+                "did not run the incomplete call"
             )
-            continue
+            if result.exit_code == 0 or "incomplete turn" in result.log:
+                continue
         if result.exit_code != 0 or not result.reply:
             report.failures.append(
                 f"turn {index + 1}: OpenClaw exited {result.exit_code} with "
