@@ -34,6 +34,17 @@ def test_openclaw_holds_a_session_with_parley_and_its_follow_up_is_judged(
         max_tokens=128,
         memory=memory,
     )
+    # Its samples are checked below, not trained: the stack's one train worker stays free for
+    # the tests that train.
+    stack.manage(
+        "shell",
+        "-c",
+        "from django.contrib.auth import get_user_model as users\n"
+        "from django.db import transaction\n"
+        "from webapp.learning.preferences import learning_pause_set\n"
+        "with transaction.atomic():\n"
+        f"    learning_pause_set(user=users().objects.get(username='{user}'), paused=True)",
+    )
     print(table(report))
     assert report.passed, (report.failures, report.conversations, f"requests: {tmp_path}")
     chats = [e for e in report.exchanges if e["path"] == "/v1/chat/completions"]
