@@ -4,6 +4,7 @@ workers and free ports are bench.launching's)."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -29,3 +30,18 @@ def database_url() -> str:
     auth = quote(db["USER"]) + (":" + quote(db["PASSWORD"]) if db["PASSWORD"] else "")
     host = quote(db["HOST"], safe="") + (f":{db['PORT']}" if db["PORT"] else "")
     return f"postgres://{auth}@{host}/{db['NAME']}"
+
+
+def stack_rows_when(
+    stack: Any, query: str, params: tuple, check: Any, timeout: float = 900
+) -> list:
+    """The rows of ``query`` on the running stack once ``check(rows)`` holds (polled every 2 s);
+    an AssertionError with the last rows after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    rows: list = []
+    while time.monotonic() < deadline:
+        rows = stack.sql(query, params)
+        if check(rows):
+            return rows
+        time.sleep(2)
+    raise AssertionError(f"timed out; last rows: {rows}")

@@ -4,11 +4,11 @@ update distils them, its gate measuring the memory's gap."""
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import openai
 import pytest
+
+from tests.helpers import stack_rows_when
 
 pytestmark = pytest.mark.stack
 
@@ -17,17 +17,6 @@ QUESTIONS = [
     "Give me a tip for a rainy day.",
     "How do I stay focused while working?",
 ]
-
-
-def _wait(stack, query: str, params: tuple, check, timeout: float = 900) -> list:
-    deadline = time.monotonic() + timeout
-    rows: list = []
-    while time.monotonic() < deadline:
-        rows = stack.sql(query, params)
-        if check(rows):
-            return rows
-        time.sleep(2)
-    raise AssertionError(f"timed out; last rows: {rows}")
 
 
 def test_a_memory_is_served_at_once_and_distilled_by_an_update(stack) -> None:
@@ -70,7 +59,7 @@ def test_a_memory_is_served_at_once_and_distilled_by_an_update(stack) -> None:
     assert len(given[0][1]) > len(plain_prompt)  # the memory's tokens are in the served prompt
 
     # No feedback at all: each answer is a memory sample, and an update trains them.
-    rows = _wait(
+    rows = stack_rows_when(
         stack,
         "SELECT s.kind, s.status, s.update_id FROM learning_sample s JOIN chat_message m "
         "ON m.id = s.message_id WHERE m.completion_id = ANY(%s)",

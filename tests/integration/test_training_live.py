@@ -11,6 +11,8 @@ import httpx
 import openai
 import pytest
 
+from tests.helpers import stack_rows_when
+
 pytestmark = pytest.mark.stack
 
 PROMPTS = [
@@ -24,17 +26,6 @@ PROMPTS = [
     "What do bees make?",
 ]
 HINT = "Start your answer with 'Sure!'"
-
-
-def _wait(stack, query: str, params: tuple, check, timeout: float = 900) -> list:
-    deadline = time.monotonic() + timeout
-    rows: list = []
-    while time.monotonic() < deadline:
-        rows = stack.sql(query, params)
-        if check(rows):
-            return rows
-        time.sleep(2)
-    raise AssertionError(f"timed out; last rows: {rows}")
 
 
 def _sure_logprob(adapter_dir: str | None) -> float:
@@ -116,7 +107,7 @@ def test_feedback_trains_new_versions_that_prefer_what_the_user_asked_for(
         ids.append(completion.id)
 
     # Every one of our samples is trained exactly once, by one or more updates.
-    rows = _wait(
+    rows = stack_rows_when(
         stack,
         (
             "SELECT s.status, s.update_id FROM learning_sample s "
@@ -149,7 +140,9 @@ def test_feedback_trains_new_versions_that_prefer_what_the_user_asked_for(
     live_of_owner = (
         "SELECT number FROM learning_policyversion WHERE status = 'live' AND owner_id = %s"
     )
-    live = _wait(stack, live_of_owner, (owner,), lambda r: r and r[0][0] >= finished[-1][2])[0][0]
+    live = stack_rows_when(
+        stack, live_of_owner, (owner,), lambda r: r and r[0][0] >= finished[-1][2]
+    )[0][0]
     metrics = stack.sql(
         "SELECT metrics FROM learning_trainingupdate WHERE id = %s", (updates[-1],)
     )[0][0]
