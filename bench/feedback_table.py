@@ -9,10 +9,11 @@ was scored or gated by older rules, is left out and counted), and prints one mar
 row per preference (formatting ones first, then content ones), a column per feedback kind,
 each cell the held-out score at the reported versions (mean ± half the range over the seeds
 run), the peak of the mean curve up to the last of them, the worst served perplexity ratio and
-the versions the gate refused. A cell with no run
-says so; a run that stopped before a reported version shows "–" there. Follow-ups in German or
-Chinese are columns of their own. Below the table, what went wrong in the runs: refused
-versions, the judge's unparsed and wrong votes, follow-ups that were new questions (no
+the versions the gate refused. A cell with no run says so; a run that stopped before a
+reported version shows "–" there. Follow-ups in German or Chinese are columns of their own;
+"memory" (the preference said once as a memory, then only new questions) is scored without
+the memory in the prompt. Below the table, what went wrong in the runs: refused versions, the
+judge's unparsed and wrong votes, follow-ups that were new questions (no
 signal), and the comparisons where no answer was better.
 
 It makes no runs: ``python -m bench.replay --name NAME --feedback KIND --versions 16 --seeds 0 1
@@ -33,8 +34,9 @@ from bench.preferences import load_preferences
 from bench.sweep_table import load_runs
 
 FEEDBACK_COLUMNS = ("thumbs", "pairs", "followups", "followups/de", "followups/zh")
-FEEDBACK_COLUMNS += ("comments", "corrections")
-"""The table's columns, least effort first: what most people give, then what takes words."""
+FEEDBACK_COLUMNS += ("comments", "corrections", "memory")
+"""The table's columns, least effort first: what most people give, then what takes words; last
+the preference said once as a memory, scored without it (what the adapter learnt on its own)."""
 
 DEFAULT_RUNS = ROOT / "bench" / "results" / "replay-cpu"
 
@@ -89,6 +91,22 @@ def spread(values: Sequence[float]) -> str:
     return f"{statistics.fmean(values):.2f} ± {half:.2f}"
 
 
+def held_out(run: dict[str, Any], version: int, name: str) -> float:
+    """A version's held-out score; for a memory run, without the memory in the prompt (as
+    served it would count what the prompt does, not what was learnt).
+
+    >>> v = {"scores": {"p": {"held_out": 0.5}}, "score_without_memory": 0.25}
+    >>> held_out({"feedback": "memory", "versions": [v]}, 0, "p")
+    0.25
+    >>> held_out({"feedback": "comments", "versions": [v]}, 0, "p")
+    0.5
+    """
+    entry = run["versions"][version]
+    if run["feedback"] == "memory":
+        return float(entry["score_without_memory"])
+    return float(entry["scores"][name]["held_out"])
+
+
 def cell(runs: Sequence[dict[str, Any]], at: Sequence[int]) -> str:
     """A cell's text: held-out at each reported version, then (seeds, worst served perplexity
     ratio, versions refused)."""
@@ -97,11 +115,7 @@ def cell(runs: Sequence[dict[str, Any]], at: Sequence[int]) -> str:
     name = runs[0]["preference"]
     scores = []
     for version in at:
-        values = [
-            r["versions"][version]["scores"][name]["held_out"]
-            for r in runs
-            if version < len(r["versions"])
-        ]
+        values = [held_out(r, version, name) for r in runs if version < len(r["versions"])]
         scores.append(spread(values))
     ratios = [
         v["ppl_ratio"] for r in runs for v in r["versions"][1:] if v.get("ppl_ratio") is not None
@@ -119,11 +133,7 @@ def _peak(runs: Sequence[dict[str, Any]], name: str, *, last: int) -> tuple[floa
     for version in range(len(max((r["versions"] for r in runs), key=len))):
         if version > last:
             break
-        values = [
-            r["versions"][version]["scores"][name]["held_out"]
-            for r in runs
-            if version < len(r["versions"])
-        ]
+        values = [held_out(r, version, name) for r in runs if version < len(r["versions"])]
         curve.append(statistics.fmean(values))
     best = max(curve)
     return best, curve.index(best)
@@ -181,7 +191,7 @@ def table(runs: Sequence[dict[str, Any]], at: Sequence[int], preferences: Sequen
 def _base(name: str, runs: Sequence[dict[str, Any]]) -> str:
     """The base model's held-out score (every run's version 0 agrees; the first is shown)."""
     first = next(r for r in runs if r["preference"] == name)
-    return f"{first['versions'][0]['scores'][name]['held_out']:.2f}"
+    return f"{held_out(first, 0, name):.2f}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,7 +35,8 @@ from trainer.threads import torch_threads
 
 FORMS = ("none", *SERVED_FORMS)
 """``none``: the prompt without the memory; the others as ``trainer.memory_prompt`` serves it."""
-NAMES = ("call-me-sam", "bullet-points", "ends-with-question", "starts-with-sure", "all-lowercase")
+NAMES = ("call-me-sam", "bullet-points", "number-in-every-answer", "ends-with-question")
+NAMES += ("starts-with-sure", "all-lowercase")
 SPLIT = "held_out"
 
 

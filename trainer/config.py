@@ -155,6 +155,11 @@ class UpdateConfig:
     """OPD teacher: "base" (adapter disabled: the frozen base model, a fixed target) or
     "policy" (the current adapter at the start of the update, hint in the prompt)."""
 
+    memory_teacher: Teacher = "base"
+    """The teacher of memory samples (``Sample.distils_context``: the memories in the prompt),
+    "base" or "policy" as ``teacher``. With "policy" what the adapter learnt adds to what the
+    memory does in context, so the target moves past the base's reading of it."""
+
     max_grad_norm: float = 1.0
     """Gradients of the LoRA parameters are clipped to this global norm before each step."""
 
@@ -173,8 +178,9 @@ class UpdateConfig:
             raise ValueError(f"refine_max_tokens must be 0 or more, not {self.refine_max_tokens}")
         if self.old_logp_source not in ("recompute", "sampler"):
             raise ValueError(f"unknown old_logp_source {self.old_logp_source!r}")
-        if self.teacher not in ("base", "policy"):
-            raise ValueError(f"unknown teacher {self.teacher!r}")
+        for teacher in (self.teacher, self.memory_teacher):
+            if teacher not in ("base", "policy"):
+                raise ValueError(f"unknown teacher {teacher!r}")
         if self.steps_per_batch < 1 or self.micro_batch_size < 1 or self.micro_batch_tokens < 1:
             raise ValueError(
                 "steps_per_batch, micro_batch_size and micro_batch_tokens must be at least 1"

@@ -68,29 +68,15 @@ def prepare_chunk(
         [(use_opd or s.distils_context) and s.hint is not None for s in samples], device=device
     )
     teacher_logp_B_T = torch.zeros_like(batch.target_logp_B_T)
-    hinted = [s for s, opd in zip(samples, uses_opd_B.tolist(), strict=True) if opd]
-    if hinted:
-        teacher = collate(
-            [list(s.teacher_prompt_token_ids or []) for s in hinted],
-            [s.response_token_ids for s in hinted],
-            pad_id=pad_id,
-            temperatures=[s.temperature for s in hinted],
-        ).to(device)
-        teacher_off = (
-            adapter_disabled(model) if config.teacher == "base" else contextlib.nullcontext()
+    for mode in ("base", "policy"):
+        rows_B = uses_opd_B & torch.tensor(
+            [teacher_of(config, s) == mode for s in samples], device=device
         )
-        with teacher_off:
-            logp_H_S = token_logprobs(
-                model,
-                teacher.input_ids_B_T,
-                teacher.attention_mask_B_T,
-                teacher.target_mask_B_T,
-                teacher.temperature_B,
+        if bool(rows_B.any()):
+            hinted = [s for s, row in zip(samples, rows_B.tolist(), strict=True) if row]
+            teacher_logp_B_T[rows_B] = _teacher_logprobs(
+                model, mode, hinted, batch.target_mask_B_T[rows_B], pad_id=pad_id, device=device
             )
-        student_mask_H_T = batch.target_mask_B_T[uses_opd_B]
-        teacher_logp_B_T[uses_opd_B] = move_targets(
-            logp_H_S, teacher.target_mask_B_T, student_mask_H_T
-        )
     distilled_B = torch.tensor([s.distils_context for s in samples], device=device)
     if bool(distilled_B.any()):
         # Sampled with the memories in the prompt: the student's own log-probs without them are
@@ -107,6 +93,39 @@ def prepare_chunk(
         # With dropout on, step 0's forward pass is not the old policy: score it once without.
         chunk.trainer_old_logp_B_T = score(model, batch)
     return chunk
+
+
+def teacher_of(config: UpdateConfig, sample: Sample) -> str:
+    """Which model teaches ``sample``: memory samples have a teacher setting of their own."""
+    return config.memory_teacher if sample.distils_context else config.teacher
+
+
+def _teacher_logprobs(
+    model: torch.nn.Module,
+    mode: str,
+    hinted: list[Sample],
+    student_mask_H_T: Tensor,
+    *,
+    pad_id: int,
+    device: torch.device,
+) -> Tensor:
+    """The teacher's log-probs of the hinted rows' response tokens, placed where the student's
+    prompt puts them: the base (adapter off) or the policy, each reading its longer prompt."""
+    teacher = collate(
+        [list(s.teacher_prompt_token_ids or []) for s in hinted],
+        [s.response_token_ids for s in hinted],
+        pad_id=pad_id,
+        temperatures=[s.temperature for s in hinted],
+    ).to(device)
+    with adapter_disabled(model) if mode == "base" else contextlib.nullcontext():
+        logp_H_S = token_logprobs(
+            model,
+            teacher.input_ids_B_T,
+            teacher.attention_mask_B_T,
+            teacher.target_mask_B_T,
+            teacher.temperature_B,
+        )
+    return move_targets(logp_H_S, teacher.target_mask_B_T, student_mask_H_T)
 
 
 def batch_logprobs(model: torch.nn.Module, batch: Batch) -> Tensor:

@@ -79,3 +79,16 @@ def test_a_cell_per_feedback_and_preference_with_what_went_wrong(tmp_path, capsy
     assert "2 others left out" in text
     assert "- call-me-sam, followups: refused s1: v2; votes 12: 3 unparsed, 3 wrong;" in text
     assert "3 follow-ups were new questions" in text
+
+
+def test_a_memory_run_is_its_own_column_scored_without_the_memory(tmp_path, capsys) -> None:
+    served = _run("call-me-sam", "memory", 0, [0.5, 1.0, 1.0])  # as served: the prompt's doing
+    for version, without in zip(served["versions"], [0.0, 0.25, 0.75], strict=True):
+        version["score_without_memory"] = without
+    _write(tmp_path, [_run("call-me-sam", "comments", 0, [0.0, 0.5, 0.5]), served])
+    assert main(["--runs", str(tmp_path), "--at", "1", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "| preference | base | comments | memory |" in lines
+    sam = next(line for line in lines if line.startswith("| call-me-sam (content)"))
+    assert sam.startswith("| call-me-sam (content) | 0.00 |")
+    assert sam.endswith("| 0.25 / 0.75, peak 0.75@v2 (1s, 1.01×, 0r) |")

@@ -19,7 +19,7 @@ from trainer.memory_prompt import (
     served_messages,
     served_tokens,
 )
-from trainer.policy import load_policy, token_logprobs
+from trainer.policy import adapter_disabled, load_policy, token_logprobs
 from trainer.policy_gradient import policy_gradient_terms, prepare_chunk
 from trainer.update import run_update
 
@@ -116,7 +116,7 @@ def test_the_advantage_is_teacher_minus_student_on_the_sampled_tokens(
     tiny_model_dir: Path, algorithm: str
 ) -> None:
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    config = UpdateConfig(algorithm=algorithm, teacher="policy", lr=1e-3)
+    config = UpdateConfig(algorithm=algorithm, memory_teacher="policy", lr=1e-3)
     model = load_policy(tiny_model_dir, config)
     samples = [_memory_sample(tokenizer, "Plan my week.", " Sure Sam, here it is.")]
     chunk = prepare_chunk(
@@ -150,6 +150,42 @@ def test_the_advantage_is_teacher_minus_student_on_the_sampled_tokens(
     assert chunk.advantages_B_T is not None
     expected = config.w_opd * (teacher - student)
     assert torch.allclose(chunk.advantages_B_T[mask], expected, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("teacher", "memory_teacher"), [("base", "policy"), ("policy", "base"), ("base", "base")]
+)
+def test_memory_samples_are_taught_by_their_own_teacher_setting(
+    tiny_model_dir: Path, teacher: str, memory_teacher: str
+) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    config = UpdateConfig(teacher=teacher, memory_teacher=memory_teacher, lr=1e-3)
+    model = load_policy(tiny_model_dir, config)
+    for name, parameter in model.named_parameters():  # an adapter that differs from the base
+        if "lora_B" in name:
+            torch.nn.init.normal_(
+                parameter.data, std=0.5, generator=torch.Generator().manual_seed(0)
+            )
+    sample = _memory_sample(tokenizer, "Plan my week.", " Sure Sam, here it is.")
+    chunk = prepare_chunk(
+        model, config, [sample], [0.0], use_rl=True, use_opd=True, pad_id=0,
+        device=torch.device("cpu"),
+    )  # fmt: skip
+    ids = torch.tensor([sample.teacher_prompt_token_ids + sample.response_token_ids])
+    target = torch.zeros_like(ids, dtype=torch.float32)
+    target[0, len(sample.teacher_prompt_token_ids) :] = 1
+    with torch.no_grad():
+        policy = token_logprobs(model, ids, torch.ones_like(ids), target)[target.bool()]
+        with adapter_disabled(model):
+            base = token_logprobs(model, ids, torch.ones_like(ids), target)[target.bool()]
+    assert not torch.allclose(policy, base, atol=1e-3)
+    taught = chunk.teacher_logp_B_T[chunk.batch.target_mask_B_T.bool()]
+    assert torch.allclose(taught, policy if memory_teacher == "policy" else base, atol=1e-5)
+
+
+def test_an_unknown_memory_teacher_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown teacher 'student'"):
+        UpdateConfig(memory_teacher="student")  # type: ignore[arg-type]
 
 
 def test_an_update_of_memory_samples_alone_trains_and_moves_the_student(

@@ -38,6 +38,7 @@ from django.utils import timezone
 
 from webapp.chat.abandoned import assistant_messages_abandon
 from webapp.chat.groups import conversation_group, fragment_event
+from webapp.chat.limits import context_room_problem
 from webapp.chat.models import Conversation, Message
 from webapp.chat.services import assistant_message_finish
 from webapp.core.leases import lease_drop, lease_renew, leases_held
@@ -59,6 +60,10 @@ SLOW_NOTICE_AFTER_S = 8.0
 """After this long without a first token the answer says the model is slow."""
 
 StreamChat = Callable[..., AsyncIterator[dict[str, Any]]]
+
+
+class ContextFull(Exception):
+    """The prompt the engine read leaves no room for the answer asked for: the words say why."""
 
 
 def writers_group(conversation_id: int) -> str:
@@ -188,7 +193,10 @@ class Generation:
             async for chunk in stream:
                 if self._stop_asked:
                     raise asyncio.CancelledError
+                checked = bool(self.accumulator.prompt_token_ids)
                 self.accumulator.add(chunk)
+                if not checked and self.accumulator.prompt_token_ids:
+                    self._check_room(len(self.accumulator.prompt_token_ids))
                 text = "".join(
                     (choice.get("delta") or {}).get("content") or ""
                     for choice in chunk.get("choices") or []
@@ -202,6 +210,8 @@ class Generation:
             if current is not None:
                 current.uncancel()
             status = Message.Status.STOPPED
+        except ContextFull as exc:
+            status, error = Message.Status.FAILED, str(exc)
         except ServingUnavailable as exc:
             log.warning("chat answer %s failed: %s", answer.pk, exc)
             status = Message.Status.FAILED
@@ -223,6 +233,18 @@ class Generation:
             await stream.aclose()
             await self.painter.close()
         return status, error
+
+    def _check_room(self, prompt_tokens: int) -> None:
+        """Stop at the first chunk when the prompt (memories included) leaves the answer less
+        room than it asked for: the engine would cut it short as if it had ended."""
+        problem = context_room_problem(
+            prompt_tokens=prompt_tokens,
+            asked=int((self.answer.sampling_params or {}).get("max_tokens") or 0),
+            window=settings.VLLM_MAX_MODEL_LEN,
+            memories=len(self.answer.memories or []),
+        )
+        if problem:
+            raise ContextFull(problem)
 
     async def _finish(self, *, status: str, error: str) -> None:
         accumulator = self.accumulator

@@ -30,6 +30,8 @@ from webapp.learning.alternatives import chosen_fingerprint, prompt_job
 from webapp.learning.models import AlternativesJob, Comparison, Judgement, Sample
 from webapp.learning.notify import push_learning_status
 from webapp.learning.secret_guard import SECRET_REASON
+from webapp.memory.choice_cues import form_difference
+from webapp.memory.proposing import memories_propose_from_choices
 
 COMPARISON_VERSION = "comparison-v1"
 
@@ -39,6 +41,8 @@ BUSY_AFTER = timedelta(seconds=5)
 """Answers not started this long after the 👎 wait for a busy machine: the page says so."""
 CHATS_RECENT = timedelta(minutes=15)
 """Chat answers marked as being written for longer than this are not counted as busy work."""
+CHOICES_READ = 10
+"""A person's latest choices read for a standing preference (``webapp.memory.choice_cues``)."""
 
 
 class ComparisonInvalid(ValueError):
@@ -233,8 +237,26 @@ def comparison_choose(*, disliked: Message, chosen: Message | None) -> Compariso
         raise ComparisonInvalid("You already compared these answers.") from exc
     if chosen is not None:
         _chosen_sample(disliked=disliked, chosen=offered[chosen.pk])
+        _propose_from_choices(disliked=disliked, chosen=offered[chosen.pk])
     push_learning_status(messages=[(disliked.conversation_id, disliked.pk)])
     return comparison
+
+
+def _propose_from_choices(*, disliked: Message, chosen: Message) -> None:
+    """A memory proposed under the disliked answer when this choice and an earlier one of the
+    person's were made for the same form (a list, a shorter or a longer answer)."""
+    owner_id = disliked.conversation.owner_id
+    earlier = (
+        Comparison.objects.filter(disliked__conversation__owner_id=owner_id, chosen__isnull=False)
+        .exclude(disliked=disliked)
+        .select_related("disliked", "chosen")
+        .order_by("-created_at")[: CHOICES_READ - 1]
+    )
+    differences = [form_difference(chosen.content, disliked.content)]
+    differences += [form_difference(c.chosen.content, c.disliked.content) for c in earlier]
+    memories_propose_from_choices(
+        owner_id=owner_id, message_id=disliked.pk, differences=differences
+    )
 
 
 def _chosen_sample(*, disliked: Message, chosen: Message) -> None:

@@ -1,17 +1,20 @@
 """Memories proposed from what a person already gives: a comment on an answer, a correction,
-or a follow-up the judge took a hint from. What counts as a standing preference is
-``webapp.memory.proposals.standing_preference``; the person keeps, edits or dismisses each
-proposal under the answer (or through ``/v1/memories``)."""
+a follow-up the judge took a hint from, or the same kind of alternative chosen twice. What
+counts as a standing preference is ``webapp.memory.proposals.standing_preference`` (words) and
+``webapp.memory.choice_cues`` (choices); the person keeps, edits or dismisses each proposal
+under the answer (or through ``/v1/memories``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from webapp.memory.choice_cues import MEMORY_TEXTS, standing_difference
 from webapp.memory.models import Memory
 from webapp.memory.proposals import standing_preference
 from webapp.memory.services import memory_propose
 
 FOLLOW_UP_PREFIX = "[user] "
+CHOICE_WORDS = {"list": "listed", "shorter": "shorter", "longer": "longer"}
 
 
 def follow_up_words(next_state: str) -> str:
@@ -43,3 +46,21 @@ def memories_propose(
         if memory is not None:
             proposed.append(memory)
     return proposed
+
+
+def memories_propose_from_choices(
+    *, owner_id: int, message_id: int, differences: Sequence[str | None]
+) -> Memory | None:
+    """The memory a person's chosen alternatives point to (``choice_cues``): ``differences``
+    are what set each chosen answer apart, the newest (``message_id``'s comparison) first."""
+    standing = standing_difference(differences)
+    if standing is None:
+        return None
+    seen = differences.count(standing)
+    return memory_propose(
+        owner=owner_id,
+        text=MEMORY_TEXTS[standing],
+        source=Memory.Source.ALTERNATIVE,
+        source_message=message_id,
+        source_text=f"You chose the {CHOICE_WORDS[standing]} answer in {seen} comparisons.",
+    )

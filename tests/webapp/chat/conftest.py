@@ -6,6 +6,7 @@ import pytest
 
 from tests.factories import AnswerFactory, ConversationFactory, QuestionFactory
 from webapp.chat.models import Conversation, Message
+from webapp.frontdoor import consumers
 
 
 def answer(
@@ -25,3 +26,14 @@ def chat(alice):
     question = QuestionFactory(conversation=ConversationFactory(owner=alice))
     reply = AnswerFactory(parent=question, content="It is **4**.")
     return question.conversation, question, reply
+
+
+@pytest.fixture
+def fake_stream(monkeypatch):
+    """Installs a fake ``stream_chat`` (``test_consumers.ScriptedStream``) for the consumer."""
+
+    def install(stream):
+        monkeypatch.setattr(consumers, "stream_chat", stream)
+        return stream
+
+    return install

@@ -77,15 +77,6 @@ def completion(*parts: str) -> list[dict[str, Any]]:
     return chunks
 
 
-@pytest.fixture
-def fake_stream(monkeypatch):
-    def install(stream: ScriptedStream) -> ScriptedStream:
-        monkeypatch.setattr(consumers, "stream_chat", stream)
-        return stream
-
-    return install
-
-
 async def receive_until_idle(socket: WebsocketCommunicator, timeout: float = 5) -> list[str]:
     frames: list[str] = []
     while True:
