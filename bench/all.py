@@ -10,6 +10,7 @@ RUNS = [
     ["-m", "bench.serving", "--rounds", "2"],
     ["bench/chat_ttft.py"],
     ["-m", "bench.stream_render"],
+    ["-m", "bench.search"],
     ["-m", "bench.judging", "--turns", "4"],
     ["-m", "bench.swap_under_load", "--rounds", "2"],
     ["-m", "bench.load", "--users", "20", "--rounds", "2"],

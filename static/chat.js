@@ -137,9 +137,12 @@
     var closed = false;
     document.querySelectorAll(".feedback-panel:not([hidden])").forEach(function (panel) {
       if (panel === except) return;
+      // Focus inside the panel (Esc, Close) goes back to the button that opened it.
+      var hadFocus = panel.contains(document.activeElement);
       panel.hidden = true;
       var opener = document.querySelector('[aria-controls="' + panel.id + '"]');
       if (opener) opener.setAttribute("aria-expanded", "false");
+      if (opener && hadFocus) opener.focus();
       closed = true;
     });
     return closed;

@@ -1,8 +1,7 @@
 """Parley settings: everything comes from the environment, with safe defaults.
 
 Embedded mode (no ``DATABASE_URL`` / ``REDIS_URL``): the launcher starts PostgreSQL and Redis
-under ``var/`` and writes their addresses to ``var/run/infra.json``; any process started later
-(a worker, ``manage.py shell``) finds them there. docs/configuration.md lists every variable.
+under ``var/``; later processes find them in ``var/run/infra.json``. docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -68,6 +67,8 @@ INSTALLED_APPS = [
     "webapp.dashboard",
     "webapp.privacy",
     "webapp.memory",
+    "webapp.account",
+    "webapp.sharing",
     "webapp.frontdoor",
 ]
 
@@ -160,8 +161,7 @@ PARLEY_MODEL_ID = env_str("PARLEY_MODEL_ID", "parley")
 # Sampling defaults for the web chat (API clients send their own).
 CHAT_MAX_TOKENS = env_int("PARLEY_CHAT_MAX_TOKENS", 512)
 CHAT_TEMPERATURE = env_float("PARLEY_CHAT_TEMPERATURE", 0.7)
-# Open sign-up: on in embedded mode (one person, one machine), off in production where
-# admins invite users.
+# Open sign-up: on in embedded mode (one person, one machine), off in production (invites).
 SIGNUP_OPEN = env_bool("PARLEY_SIGNUP_OPEN", EMBEDDED)
 # /v1 API limits.
 API_RATE_LIMIT_PER_MINUTE = env_int("PARLEY_API_RATE_LIMIT_PER_MINUTE", 600)
@@ -173,8 +173,7 @@ API_MAX_TOKENS = env_int("PARLEY_API_MAX_TOKENS", 2048)
 API_MAX_N = env_int("PARLEY_API_MAX_N", 4)
 # Per-user limits (over all of a user's keys and browser tabs together).
 USER_MAX_API_KEYS = env_int("PARLEY_USER_MAX_API_KEYS", 10)
-# Two answers at once per user: more let one user's parallel requests push back everyone
-# else's first tokens (python -m bench.load --flood --flood-user-streams N measures it).
+# Two answers at once per user: more push back others' first tokens (bench.load --flood).
 USER_MAX_STREAMS = env_int("PARLEY_USER_MAX_STREAMS", 2)
 # Memory (docs/learning.md): the served form, limits, whether learnt ones are still served.
 MEMORY_FORM = env_choice("PARLEY_MEMORY_FORM", "appended", ("appended", "system", "both"))
@@ -192,8 +191,7 @@ USER_EXTRA_STREAM_WAIT_S = env_float("PARLEY_USER_EXTRA_STREAM_WAIT_S", 30.0)
 FEEDBACK_HISTORY_MAX = env_int("PARLEY_FEEDBACK_HISTORY_MAX", 50)
 # Sessions without X-Session-Done close after this much idle time (their last turn is judged).
 SESSION_IDLE_MINUTES = env_int("PARLEY_SESSION_IDLE_MINUTES", 30)
-# After a conversation's first answer, the model writes it a title of a few words (on queue
-# "judge", from the judge's endpoint); off: the first message's words stay its title.
+# The model titles a conversation after its first answer (queue "judge"); off: its first words.
 MODEL_TITLES = env_bool("PARLEY_MODEL_TITLES", True)
 FEEDBACK_TAGS_DOWN = env_list(
     "PARLEY_FEEDBACK_TAGS_DOWN",

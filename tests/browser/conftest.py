@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,3 +23,17 @@ def browser() -> Iterator[object]:
         )
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def orm_beside_playwright() -> Iterator[None]:
+    """Playwright's sync API keeps an event loop running in this thread, and Django refuses the
+    ORM where one runs; the test's own writes (and the database's flush after it) are plain
+    synchronous code all the same. For the tests on Django's live server."""
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    yield
+    if before is None:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before

@@ -139,7 +139,7 @@ def test_feedback_is_quiet_icons_and_one_panel_that_a_thumbs_down_opens(chat) ->
     opacity = f"getComputedStyle(document.querySelector('#thumb-up-{first}').parentNode).opacity"
     page.mouse.move(0, 0)
     page.wait_for_function(f"() => {opacity} === '0'")
-    assert page.query_selector("details") is None
+    assert page.query_selector("#transcript details") is None
     assert not page.is_visible(f"#feedback-panel-{first}")
     page.hover(f"#message-{first}")
     page.wait_for_function(f"() => {opacity} === '1'")
@@ -154,8 +154,12 @@ def test_feedback_is_quiet_icons_and_one_panel_that_a_thumbs_down_opens(chat) ->
     page.fill(f"#comment-{first}", "Too formal.")
     page.click(f"{panel} form.comment button[type=submit]")
     page.wait_for_selector(f"{panel} form.comment button:has-text('Update comment')")
+    # Keyboard focus stays where it was through the save, and Esc hands it back to the opener.
+    focused = "document.activeElement.id"
+    assert page.evaluate(focused) == f"save-comment-{first}"
     page.keyboard.press("Escape")
     assert not page.is_visible(panel)
+    assert page.evaluate(focused) == f"more-feedback-{first}"
     # What became of it, in plain words, with the details a click away.
     status = page.inner_text(f"#learning-status-{first}")
     assert status in (PENDING, "Will be learnt in the next update"), status

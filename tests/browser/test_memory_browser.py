@@ -9,7 +9,6 @@ saved unset)."""
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
@@ -29,20 +28,6 @@ pytestmark = [
 ]
 
 SWAP_MS = 10_000
-
-
-@pytest.fixture(scope="module")
-def orm_beside_playwright():
-    """Playwright's sync API keeps an event loop running in this thread, and Django refuses the
-    ORM where one runs; the test's own writes (and the database's flush after it) are plain
-    synchronous code all the same."""
-    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    yield
-    if before is None:
-        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    else:
-        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
 
 
 @pytest.fixture

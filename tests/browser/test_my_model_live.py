@@ -9,8 +9,6 @@ them by itself (``templates/mymodel/_progress.html``).
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from django.conf import settings as django_settings
 
@@ -37,20 +35,6 @@ class CueJudge:
 
     def complete(self, messages, n, choices=None):  # pragma: no cover - never asked
         raise AssertionError("the cue judge asks no model")
-
-
-@pytest.fixture(scope="module")
-def orm_beside_playwright():
-    """Playwright's sync API keeps an event loop running in this thread, and Django refuses the
-    ORM where one runs; the test's own writes (and the database's flush after it) are plain
-    synchronous code all the same."""
-    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    yield
-    if before is None:
-        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    else:
-        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from webapp.account.selectors import train_consent_default_for
 from webapp.chat.envelope import user_words
 from webapp.chat.models import Conversation, Message
 from webapp.chat.selectors import transcript
@@ -35,13 +36,19 @@ def conversation_create(
     source: str = Conversation.Source.WEB,
     external_session_id: str = "",
     api_key: Any = None,
+    train_consent: bool | None = None,
 ) -> Conversation:
+    """A conversation of ``owner``'s; ``train_consent`` None: the owner's default (Settings), so
+    every way in, the browser's and /v1's, starts a conversation as its owner asked."""
+    if train_consent is None:
+        train_consent = train_consent_default_for(user=owner)
     return Conversation.objects.create(
         owner=owner,
         title=title.strip()[:200],
         source=source,
         external_session_id=external_session_id[:200],
         api_key=api_key,
+        train_consent=train_consent,
     )
 
 
@@ -254,18 +261,20 @@ def conversation_start(*, owner: Any, content: str = "") -> Conversation:
     """A conversation for the browser chat, opened with ``content`` as its first message.
 
     Without content the owner's newest empty web conversation is reused, so pressing "New"
-    twice does not leave empty conversations behind.
+    twice does not leave empty conversations behind; one whose training consent is not the
+    owner's default (they changed either since) is not "new" as they asked for it.
     """
+    consent = train_consent_default_for(user=owner)
     if not content.strip():
         empty = (
             Conversation.objects.filter(owner=owner, source=Conversation.Source.WEB)
-            .filter(messages__isnull=True)
+            .filter(messages__isnull=True, train_consent=consent)
             .order_by("-last_activity_at")
             .first()
         )
-        return empty or conversation_create(owner=owner)
+        return empty or conversation_create(owner=owner, train_consent=consent)
     with transaction.atomic():
-        conversation = conversation_create(owner=owner)
+        conversation = conversation_create(owner=owner, train_consent=consent)
         user_message_send(conversation=conversation, content=content)
     return conversation
 

@@ -28,6 +28,7 @@ from django.conf import settings
 from django.http import Http404
 
 from trainer.memory_prompt import served_messages
+from webapp.account.selectors import answer_settings_for
 from webapp.chat.edits import user_message_edit
 from webapp.chat.groups import conversation_group
 from webapp.chat.limits import message_text_problem
@@ -302,10 +303,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             parent=parent,
             policy_version=version,
             served_model=served_model,
-            sampling_params={
-                "max_tokens": settings.CHAT_MAX_TOKENS,
-                "temperature": settings.CHAT_TEMPERATURE,
-            },
+            sampling_params=answer_settings_for(user=self.scope["user"]).as_params(),
             memories=[memory.as_record() for memory in memories],
         )
         viewer = self.scope["user"]

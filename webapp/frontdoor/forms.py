@@ -11,7 +11,16 @@ from webapp.chat.limits import MAX_MESSAGE_CHARS
 
 
 class ConversationStartForm(forms.Form):
+    """The front page's first message, or no ``content`` at all (the sidebar's "New chat")."""
+
     content = forms.CharField(required=False, max_length=MAX_MESSAGE_CHARS, strip=False)
+
+    def clean_content(self) -> str:
+        content: str = self.cleaned_data["content"]
+        # A message sent is never blank: whitespace alone is refused like an empty message.
+        if "content" in self.data and not content.strip():
+            raise forms.ValidationError("Type a message first.")
+        return content
 
 
 class RenameForm(forms.Form):

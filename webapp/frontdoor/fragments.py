@@ -86,8 +86,13 @@ def render_learning_status(*, message: Message, poll: int = 0, viewer: Any = Non
     )
     if viewer is None or (status is not None and status.pending):
         return html
+    return html + render_proposals(message=message, viewer=viewer)
+
+
+def render_proposals(*, message: Message, viewer: Any) -> str:
+    """The memories proposed under an answer, out of band, in place of those the page shows."""
     proposals = proposals_for_answers(owner=viewer, message_ids=[message.pk])
-    return html + render_to_string(
+    return render_to_string(
         "memory/_proposals.html",
         {"message_id": message.pk, "proposals": proposals.get(message.pk, []), "oob": True},
     )

@@ -19,6 +19,7 @@ from webapp.chat import services
 from webapp.chat.feedback import feedback_rate, feedback_set, feedback_toggle_tag
 from webapp.chat.feedback_spec import FIELDS, FeedbackInvalid
 from webapp.chat.models import Conversation, Message
+from webapp.chat.search import conversation_search
 from webapp.chat.selectors import (
     conversation_get_for_user,
     conversation_list_for_user,
@@ -73,17 +74,18 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def conversation_list(request: HttpRequest) -> HttpResponse:
-    query = request.GET.get("q", "")
+    """The sidebar's list: every conversation, or those the search box's words are found in."""
+    query = request.GET.get("q", "").strip()
     current_id = request.GET.get("current", "")
-    return render(
-        request,
-        "chat/_conversation_list.html",
-        {
-            "conversations": conversation_list_for_user(user=request.user, query=query),
-            "current_id": int(current_id) if current_id.isdigit() else None,
-            "query": query,
-        },
-    )
+    context: dict[str, object] = {
+        "current_id": int(current_id) if current_id.isdigit() else None,
+        "query": query,
+    }
+    if query:
+        context["hits"] = conversation_search(user=request.user, query=query)
+    else:
+        context["conversations"] = conversation_list_for_user(user=request.user)
+    return render(request, "chat/_conversation_list.html", context)
 
 
 @login_required
@@ -232,4 +234,6 @@ def message_compare(request: HttpRequest, pk: int) -> HttpResponse:
         if not request.htmx and not error:
             return _back_to(message)
     html = fragments.render_compare(message=message, error=error)
+    if request.method == "POST" and not error:  # a choice can propose a memory under the answer
+        html += fragments.render_proposals(message=message, viewer=request.user)
     return HttpResponse(html, status=400 if error and not request.htmx else 200)

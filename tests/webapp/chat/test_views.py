@@ -62,6 +62,16 @@ def test_starting_a_conversation_stores_the_message_and_answers_it_on_open(clien
     assert f'ws-connect="/ws/chat/{conversation.pk}/"' in page
 
 
+def test_a_first_message_of_only_whitespace_is_refused_and_creates_nothing(client, alice) -> None:
+    client.force_login(alice)
+    response = client.post(reverse("chat:new"), {"content": "  \n\t "})
+    assert response.status_code == 400
+    assert "Type a message first." in response.content.decode()
+    assert not Conversation.objects.filter(owner=alice).exists()
+    # "New chat" sends no content at all: it still opens an empty conversation.
+    assert client.post(reverse("chat:new")).status_code == 302
+
+
 def test_conversation_page_shows_answers_with_version_slot_and_feedback(client, chat, alice):
     conversation, _, reply = chat
     client.force_login(alice)
