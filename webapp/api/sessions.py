@@ -7,16 +7,19 @@ per session and records only what is new:
   prefix of this request's messages (or the request a prefix of it: a retried turn), else a
   new conversation. OpenAI's ``user`` field names the end user, not a session (clients send
   the same value with every chat), so it never joins two chats;
+- a side turn (an agent's housekeeping: ``webapp.api.housekeeping``) whose history finds no
+  conversation never opens one of its own: see ``_side_home``;
 - the request's messages are matched against the conversation's main line; what follows the
   match is recorded after it (an edited history becomes a fork, never an overwrite);
 - a main request's new user/tool messages are the *next state* of the answer they follow.
 
 System messages match by role only: agents such as OpenClaw rewrite their system prompt
-(dates, memory) on every request, which must not split a session. An assistant message is the
-client's copy of Parley's answer, and agents rework it before they send it back (tags
-stripped, whitespace trimmed, a tool call written as text turned into a real one): a copy
-that is still close to the answer matches it, and where several conversations match, the one
-with the most exact copies wins.
+(dates, memory) on every request, which must not split a session; other messages match once
+what agents rewrite in them (``webapp.api.rewrites``: OpenClaw's runtime line) is taken out.
+An assistant message is the client's copy of Parley's answer, and agents rework it before they
+send it back (tags stripped, whitespace trimmed, a tool call written as text turned into a
+real one): a copy that is still close to the answer matches it, and where several
+conversations match, the one with the most exact copies wins.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 from django.db import transaction
 
 from webapp.api.models import ApiKey
+from webapp.api.rewrites import steady, steady_head
 from webapp.api.schemas import ChatRequest
 from webapp.chat import services as chat_services
 from webapp.chat.envelope import user_words
@@ -39,6 +43,8 @@ from webapp.inference import CompletionAccumulator
 from webapp.learning.models import PolicyVersion
 
 PREFIX_CANDIDATES = 20
+# How much of a message a side turn must quote for the quote to point to its session.
+QUOTE_MIN_CHARS = 8
 
 
 @dataclass(frozen=True)
@@ -92,7 +98,7 @@ def _likeness(recorded: Message, sent: dict[str, Any]) -> int:
         return EXACT
     if recorded.role == Message.Role.TOOL and recorded.tool_call_id != sent.get("tool_call_id", ""):
         return DIFFERENT
-    if recorded.content.strip() == (sent.get("content") or "").strip():
+    if steady(recorded.content) == steady(sent.get("content") or ""):
         return EXACT
     if recorded.role == Message.Role.ASSISTANT and _copy_of_answer(recorded, sent):
         return COPY
@@ -143,7 +149,8 @@ def _find_conversation(
     best: tuple[Conversation | None, list[Message]] = (None, [])
     best_rank = (0, 0)
     # Only a request that carries an earlier answer can continue a conversation, and only one
-    # whose first user message is the request's: both are cheap to check in SQL.
+    # holding the request's first user message (up to what agents rewrite in it): both are
+    # cheap to check in SQL.
     first_user = next((m for m in messages if m["role"] == "user"), None)
     if first_user is None or not any(m["role"] == "assistant" for m in messages):
         return best
@@ -153,7 +160,7 @@ def _find_conversation(
             external_session_id="",
             closed_at__isnull=True,
             messages__role=Message.Role.USER,
-            messages__content=first_user.get("content") or "",
+            messages__content__startswith=steady_head(first_user.get("content") or ""),
         )
         .distinct()
         .order_by("-last_activity_at")[:PREFIX_CANDIDATES]
@@ -171,6 +178,46 @@ def _find_conversation(
     return best
 
 
+def _quoted(conversation_ids: list[int], text: str) -> dict[int, int]:
+    """How many characters of each conversation's main-line messages ``text`` quotes."""
+    quoted: dict[int, int] = {}
+    rows = Message.objects.filter(
+        conversation_id__in=conversation_ids,
+        turn_type=Message.TurnType.MAIN,
+        role__in=(Message.Role.USER, Message.Role.ASSISTANT),
+    ).values_list("conversation_id", "role", "content")
+    for conversation_id, role, content in rows:
+        words = user_words(content) if role == Message.Role.USER else content.strip()
+        if len(words) >= QUOTE_MIN_CHARS and words in text:
+            quoted[conversation_id] = quoted.get(conversation_id, 0) + len(words)
+    return quoted
+
+
+def _side_home(*, key: ApiKey, messages: list[dict[str, Any]]) -> Conversation | None:
+    """The conversation of a side turn whose history finds none, or None when the key has none.
+
+    An agent's summary call sends no history, only a transcript of the session in its one user
+    message ("<conversation>", then "[User]: …" lines). Of the key's latest API conversations,
+    open ones first, it belongs to the one whose messages it quotes most; where it quotes none
+    (a merge of partial summaries, a heartbeat), to the first of them. Not to a conversation of
+    its own: the agent makes the call for the session it is running, and its user would find
+    one conversation in their list for every call (OpenClaw made 53 summary calls in one long
+    session). A side turn that names a session not seen yet (``X-Session-Id``), or comes before
+    its key has any conversation, opens one, which the conversation list leaves out while it
+    holds no main-line message.
+    """
+    candidates = list(
+        Conversation.objects.filter(api_key=key).order_by("-last_activity_at")[:PREFIX_CANDIDATES]
+    )
+    if not candidates:
+        return None
+    candidates.sort(key=lambda conversation: conversation.closed_at is not None)
+    text = "\n".join(m.get("content") or "" for m in messages)
+    quoted = _quoted([c.pk for c in candidates], text)
+    home = max(candidates, key=lambda conversation: quoted.get(conversation.pk, 0))
+    return Conversation.objects.select_for_update().get(pk=home.pk)
+
+
 @transaction.atomic
 def api_turn_record(
     *,
@@ -181,6 +228,10 @@ def api_turn_record(
 ) -> RecordedTurn:
     """Find or open the request's conversation and record the messages it has not seen yet."""
     conversation, path = _find_conversation(key=key, session_id=session_id, messages=messages)
+    side = turn_type == Message.TurnType.SIDE
+    if conversation is None and side and not session_id:
+        # Recorded from a root of their own: what the model read, and nothing of the session.
+        conversation, path = _side_home(key=key, messages=messages), []
     if conversation is None:
         conversation = chat_services.conversation_create(
             owner=key.owner,
@@ -190,7 +241,6 @@ def api_turn_record(
         )
         path = []
     matched = _match(path, messages).length
-    side = turn_type == Message.TurnType.SIDE
     new: list[Message] = []
     if matched == len(messages):
         # Nothing new (a retry, or a regenerate of the same prompt): answer after the

@@ -20,6 +20,7 @@ from webapp.api.admission import Admission, admission
 from webapp.api.completions import Completion
 from webapp.api.errors import ApiError, error_response
 from webapp.api.feedback import api_feedback_record
+from webapp.api.housekeeping import housekeeping_kind
 from webapp.api.keys import api_key_authenticate
 from webapp.api.memories import (
     api_memories_list,
@@ -132,8 +133,12 @@ async def models(request: HttpRequest) -> HttpResponse:
 # --- /v1/chat/completions --------------------------------------------------------------------
 
 
-def _turn_type(request: HttpRequest) -> str:
-    value = request.headers.get("X-Turn-Type", "main").strip().lower() or "main"
+def _turn_type(request: HttpRequest, messages: list[dict[str, Any]]) -> str:
+    """``X-Turn-Type`` where the client sends it; else side for an agent's housekeeping call
+    (OpenClaw marks none: ``webapp.api.housekeeping``), main for anything else."""
+    value = request.headers.get("X-Turn-Type", "").strip().lower()
+    if not value:
+        return Message.TurnType.SIDE if housekeeping_kind(messages) else Message.TurnType.MAIN
     if value not in (Message.TurnType.MAIN, Message.TurnType.SIDE):
         raise bad("X-Turn-Type must be 'main' or 'side'.", "X-Turn-Type")
     return value
@@ -164,7 +169,7 @@ async def _admit(request: HttpRequest) -> tuple[ChatRequest, str, Admission]:
     secret = _bearer(request)
     _require(request, "POST")
     chat = parse_chat_request(_read_json(request))
-    turn_type = _turn_type(request)
+    turn_type = _turn_type(request, chat.messages)
     admitted = await admission(secret, chat.model)
     # Per key, then per user over all of their keys and the websocket.
     for scope, limit, whom in (
@@ -212,7 +217,9 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
             session_id=request.headers.get("X-Session-Id", "").strip(),
             close=request.headers.get("X-Session-Done", "").strip().lower() in {"1", "true", "yes"},
             slot=slot,
-            serve_memory=_serves_memory(request),
+            # An agent's housekeeping (a summary of its history) is not the person's turn:
+            # their memories would only eat its budget.
+            serve_memory=_serves_memory(request) and turn_type != Message.TurnType.SIDE,
         )
         await completion.begin(admitted.recheck)
         if chat.stream:

@@ -15,7 +15,8 @@ whatever looks like an HTML tag), escaped, and only the words found are marked u
 
 Only what the person can open is searched: their own conversations (a deleted one is gone from
 the database), their messages and the answers to them, not the system prompts and tool results
-an agent sends, and never an answer sampled only to be compared with (``unseen``).
+an agent sends, never an answer sampled only to be compared with (``unseen``) and never an
+agent's housekeeping calls (``side`` turns: its history summaries, memory flushes).
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def words_statement(*, owner_id: int, words: list[str]) -> tuple[str, dict[str, 
     candidates AS (
         SELECT m.id
         FROM {messages} m JOIN mine ON mine.id = m.conversation_id, query
-        WHERE m.role = ANY(%(roles)s) AND m.turn_type <> %(unseen)s
+        WHERE m.role = ANY(%(roles)s) AND m.turn_type <> ALL(%(hidden)s)
           AND to_tsvector('simple', m.content) @@ query.query
         ORDER BY m.id DESC
         LIMIT %(ranked)s
@@ -137,7 +138,7 @@ def text_statement(*, owner_id: int, text: str) -> tuple[str, dict[str, object]]
     WITH matched AS (
         SELECT DISTINCT ON (m.conversation_id) m.conversation_id, m.id AS message_id
         FROM {Message._meta.db_table} m {scope}
-          AND m.role = ANY(%(roles)s) AND m.turn_type <> %(unseen)s
+          AND m.role = ANY(%(roles)s) AND m.turn_type <> ALL(%(hidden)s)
           AND m.content {like} %(pattern)s
         ORDER BY m.conversation_id, m.id DESC
     ),
@@ -158,7 +159,8 @@ def _params(owner_id: int) -> dict[str, object]:
     return {
         "owner": owner_id,
         "roles": [role.value for role in SEARCHED_ROLES],
-        "unseen": Message.TurnType.UNSEEN.value,
+        # never an answer sampled only to be compared with, nor an agent's housekeeping
+        "hidden": [Message.TurnType.UNSEEN.value, Message.TurnType.SIDE.value],
         "ranked": RANKED,
         "limit": RESULTS,
     }

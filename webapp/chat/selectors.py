@@ -5,14 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.http import Http404
 
 from webapp.chat.models import Conversation, Feedback, Message
 
 
 def conversation_list_for_user(*, user: Any, query: str = "") -> QuerySet[Conversation]:
-    conversations = Conversation.objects.filter(owner=user)
+    """The person's conversations, less any that holds an agent's side turns (its housekeeping)
+    and no main-line message: that one is no conversation they had."""
+    messages = Message.objects.filter(conversation=OuterRef("pk"))
+    conversations = Conversation.objects.filter(owner=user).exclude(
+        Exists(messages.filter(turn_type=Message.TurnType.SIDE))
+        & ~Exists(messages.filter(turn_type=Message.TurnType.MAIN))
+    )
     if query.strip():
         conversations = conversations.filter(title__icontains=query.strip())
     return conversations
@@ -73,7 +79,13 @@ def transcript(*, conversation: Conversation, viewer: Any = None) -> list[Transc
     parent_id: int | None = None
     while parent_id in children:
         siblings = children[parent_id]
-        chosen = next((m for m in reversed(siblings) if m.selected), siblings[-1])
+        # The selected child; where none is, the newest that is no side turn: side turns (an
+        # agent's housekeeping) are kept beside the main line, never on it.
+        chosen = next((m for m in reversed(siblings) if m.selected), None) or next(
+            (m for m in reversed(siblings) if m.turn_type != Message.TurnType.SIDE), None
+        )
+        if chosen is None:
+            break
         position = siblings.index(chosen)
         entries.append(
             TranscriptEntry(

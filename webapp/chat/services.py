@@ -111,7 +111,8 @@ def message_append(
     """Append a message after ``parent`` (the end of the transcript).
 
     ``selected=False`` records it on a side branch that the transcript does not follow (side
-    turns such as heartbeats: kept, but never part of the main line).
+    turns such as heartbeats: kept, but never part of the main line). A side turn neither
+    names the conversation nor counts as its activity: it is the agent's, not the person's.
     """
     if parent is not None and selected:
         Message.objects.filter(parent=parent).update(selected=False)
@@ -128,6 +129,8 @@ def message_append(
         turn_index=_next_turn_index(conversation),
         completed_at=timezone.now(),
     )
+    if turn_type == Message.TurnType.SIDE:
+        return message
     # The content is read only while the conversation has no title.
     if not conversation.title and role == Message.Role.USER and (title := derived_title(content)):
         conversation.title = title
@@ -164,7 +167,8 @@ def assistant_message_start(
         turn_index=parent.turn_index + 1,
         memories=memories or [],
     )
-    _touch(conversation)
+    if turn_type != Message.TurnType.SIDE:
+        _touch(conversation)
     return message
 
 

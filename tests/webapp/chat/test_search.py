@@ -126,6 +126,25 @@ def test_an_answer_sampled_only_for_comparison_is_not_searched(alice) -> None:
     assert found(alice, "blue") == [conversation]
 
 
+def test_an_agents_housekeeping_calls_are_not_searched(alice) -> None:
+    conversation = said(alice, "Colours", "Name a colour.", "Blue.")
+    question = conversation.messages.get(role=Message.Role.USER)
+    for role, content in (
+        ("user", "Summarize the conversation: turquoise."),
+        ("assistant", "Teal."),
+    ):
+        Message.objects.create(
+            conversation=conversation,
+            parent=question,
+            role=role,
+            turn_type=Message.TurnType.SIDE,
+            selected=False,
+            content=content,
+        )
+    assert found(alice, "turquoise") == [] and found(alice, "teal") == []
+    assert found(alice, "blue") == [conversation]
+
+
 def test_system_prompts_an_agent_sends_are_not_searched(alice) -> None:
     conversation = services.conversation_create(owner=alice, title="Agent", source="api")
     services.message_append(
