@@ -1,6 +1,7 @@
 """JSONL export of conversations (with messages and feedback), judgements, samples, the
 lineage they trained (policy versions and training updates, each with its owner: a username,
-or null for the shared lineage), and each person's memories with every text and state they had.
+or null for the shared lineage), each person's memories with every text and state they had,
+their settings and the share links of their conversations.
 
 One JSON object per line, each with a ``type`` field; docs/learning.md documents every field.
 Nothing is ever deleted by exporting.
@@ -11,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from webapp.account.models import AccountSettings
 from webapp.chat.feedback_spec import feedback_state
 from webapp.chat.models import Conversation, Message
 from webapp.learning.models import Comparison, Judgement, PolicyVersion, Sample, TrainingUpdate
 from webapp.memory.models import Memory
+from webapp.sharing.models import ShareLink
 
 
 def _message(message: Message) -> dict[str, Any]:
@@ -192,6 +195,30 @@ def memory_records(memories: Iterable[Memory]) -> Iterator[dict[str, Any]]:
         }
 
 
+def account_settings_records(rows: Iterable[AccountSettings]) -> Iterator[dict[str, Any]]:
+    for a in rows:
+        yield {
+            "type": "account_settings",
+            "owner": _username(a.user),
+            "train_consent_default": a.train_consent_default,
+            "temperature": a.temperature,  # null: the site's default
+            "max_tokens": a.max_tokens,
+            "updated_at": a.updated_at.isoformat(),
+        }
+
+
+def share_link_records(links: Iterable[ShareLink]) -> Iterator[dict[str, Any]]:
+    for link in links:
+        yield {
+            "type": "share_link",
+            "id": link.pk,
+            "conversation_id": link.conversation_id,
+            "path": link.get_absolute_url() if link.is_live else None,  # null: revoked
+            "created_at": link.created_at.isoformat(),
+            "revoked_at": _when(link.revoked_at),
+        }
+
+
 def export_all(*, owner: Any = None) -> Iterator[dict[str, Any]]:
     """Everything, or (``owner``) that user's conversations, what was made of them and their own
     lineage (the shared lineage's versions and updates are not theirs: they are left out)."""
@@ -208,7 +235,11 @@ def export_all(*, owner: Any = None) -> Iterator[dict[str, Any]]:
         .prefetch_related("revisions")
         .order_by("pk")
     )
+    settings_rows = AccountSettings.objects.select_related("user").order_by("pk")
+    links = ShareLink.objects.order_by("pk")
     if owner is not None:
+        settings_rows = settings_rows.filter(user=owner)
+        links = links.filter(conversation__owner=owner)
         conversations = conversations.filter(owner=owner)
         judgements = judgements.filter(message__conversation__owner=owner)
         comparisons = comparisons.filter(disliked__conversation__owner=owner)
@@ -223,3 +254,5 @@ def export_all(*, owner: Any = None) -> Iterator[dict[str, Any]]:
     yield from version_records(versions.iterator(chunk_size=500))
     yield from update_records(updates.iterator(chunk_size=200))
     yield from memory_records(memories.iterator(chunk_size=200))
+    yield from account_settings_records(settings_rows.iterator(chunk_size=200))
+    yield from share_link_records(links.iterator(chunk_size=500))
