@@ -11,17 +11,15 @@ from django.http import Http404
 from webapp.chat.models import Conversation, Feedback, Message
 
 
-def conversation_list_for_user(*, user: Any, query: str = "") -> QuerySet[Conversation]:
+def conversation_list_for_user(*, user: Any) -> QuerySet[Conversation]:
     """The person's conversations, less any that holds an agent's side turns (its housekeeping)
-    and no main-line message: that one is no conversation they had."""
+    and no main-line message: that one is no conversation they had. Searching them is
+    ``webapp.chat.search``."""
     messages = Message.objects.filter(conversation=OuterRef("pk"))
-    conversations = Conversation.objects.filter(owner=user).exclude(
+    return Conversation.objects.filter(owner=user).exclude(
         Exists(messages.filter(turn_type=Message.TurnType.SIDE))
         & ~Exists(messages.filter(turn_type=Message.TurnType.MAIN))
     )
-    if query.strip():
-        conversations = conversations.filter(title__icontains=query.strip())
-    return conversations
 
 
 def conversation_get_for_user(*, user: Any, pk: int) -> Conversation:
