@@ -2,7 +2,7 @@
 
 Pausing changes nothing that is recorded: answers are still judged and become samples (kept,
 exported, shown on "My model"); the training trigger and the batch leave them out
-(``training.claimable_samples``) until the user resumes, in either learning scope.
+(``workflows.claiming.claimable_samples``) until the user resumes, in either learning scope.
 """
 
 from __future__ import annotations
